@@ -1,0 +1,16 @@
+//! blaze-ir: the data Blaze passes between its stages, and their text forms.
+//!
+//! Invariant: this crate never touches a device and never runs Burn. It only describes
+//! operations (by their Burn IR signature), partitions, traces and plan files, so everything
+//! here is testable without a GPU.
+pub mod boundary;
+pub mod hash;
+pub mod partition;
+pub mod plan;
+pub mod signature;
+pub mod trace;
+
+pub use boundary::BoundaryId;
+pub use partition::ExecutedPartition;
+pub use plan::{Contract, PlanError, PlanFile};
+pub use trace::Trace;

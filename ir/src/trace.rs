@@ -1,0 +1,227 @@
+//! A traced step: Burn IR operations, the tensors between them, Burn's executed partition and
+//! the boundaries a plan may cut. Saved as versioned RON; viewable as text and Graphviz DOT;
+//! analysed as a petgraph graph.
+use crate::{
+    boundary::BoundaryId, partition::ExecutedPartition, plan::{DeviceInfo, Regime},
+    signature::OpSignature,
+};
+use petgraph::graph::{DiGraph, NodeIndex};
+use serde::{Deserialize, Serialize};
+use std::fmt::Write;
+
+pub const TRACE_FORMAT_VERSION: u32 = 1;
+
+/// One operation of the traced step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TracedOp {
+    /// Registration index within the step (= the boundary id of the gap before it).
+    pub index: u32,
+    pub sig: OpSignature,
+    /// Operations of this step whose output this operation reads (data edges).
+    pub inputs: Vec<u32>,
+}
+
+/// A boundary between operation `id - 1` and operation `id` that Burn's plan merged.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TracedBoundary {
+    pub id: BoundaryId,
+    /// Burn explored this operation in the traced process, so a cut here takes effect. A
+    /// boundary that is not live sits in a segment that replays a plan cached earlier
+    /// (internals §3.5 risk 1): a cut there alone does nothing.
+    pub live: bool,
+}
+
+/// A traced steady-state step of one workload and regime.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Trace {
+    pub format_version: u32,
+    pub model: String,
+    pub regime: Regime,
+    pub shapes: String,
+    pub device: DeviceInfo,
+    pub burn_version: String,
+    /// Steps run before the traced one.
+    pub warmup_steps: u32,
+    pub ops: Vec<TracedOp>,
+    /// Burn's default executed partition of the step.
+    pub partition: ExecutedPartition,
+    /// Cut points: every boundary inside one of Burn's fused blocks.
+    pub boundaries: Vec<TracedBoundary>,
+    /// Operations Burn explored (cut policy consulted) anywhere in the traced process.
+    pub explored: Vec<u32>,
+}
+
+/// Node weight of the trace graph.
+#[derive(Clone, Debug)]
+pub struct OpNode {
+    pub index: u32,
+    pub kind: String,
+    pub block: Option<usize>,
+}
+
+impl Trace {
+    /// Stable fingerprint of the op stream (signatures and edges, not partition).
+    pub fn op_stream_fingerprint(&self) -> String {
+        op_stream_fingerprint(&self.ops)
+    }
+
+    /// The trace as a petgraph graph: one node per operation, one edge per tensor read.
+    pub fn graph(&self) -> DiGraph<OpNode, ()> {
+        let block_of = self.partition.block_of(self.ops.len());
+        let mut g = DiGraph::with_capacity(self.ops.len(), self.ops.len() * 2);
+        let nodes: Vec<NodeIndex> = self
+            .ops
+            .iter()
+            .map(|op| {
+                g.add_node(OpNode {
+                    index: op.index,
+                    kind: op.sig.kind.clone(),
+                    block: block_of.get(op.index as usize).copied().flatten(),
+                })
+            })
+            .collect();
+        for op in &self.ops {
+            for &src in &op.inputs {
+                g.add_edge(nodes[src as usize], nodes[op.index as usize], ());
+            }
+        }
+        g
+    }
+
+    /// Live cut points.
+    pub fn live_cut_points(&self) -> Vec<BoundaryId> {
+        self.boundaries.iter().filter(|b| b.live).map(|b| b.id).collect()
+    }
+
+    pub fn cut_points(&self) -> Vec<BoundaryId> {
+        self.boundaries.iter().map(|b| b.id).collect()
+    }
+
+    /// Readable dump: one line per operation, with its block and boundary marks.
+    pub fn to_text(&self) -> String {
+        let block_of = self.partition.block_of(self.ops.len());
+        let mut out = String::new();
+        let _ = writeln!(out, "# {} {} ({}) on {} [{}]", self.model, self.regime, self.shapes, self.device.adapter, self.device.compiler);
+        let _ = writeln!(out, "# {} ops, {} blocks ({} fused), {} cut points ({} live)",
+            self.ops.len(), self.partition.blocks.len(), self.partition.fused_blocks().count(),
+            self.boundaries.len(), self.live_cut_points().len());
+        let marks: std::collections::BTreeMap<u64, bool> = self.boundaries.iter().map(|b| (b.id.0, b.live)).collect();
+        for op in &self.ops {
+            let block = block_of[op.index as usize].map_or("-".to_string(), |b| format!("B{b}"));
+            let mark = match marks.get(&(op.index as u64)) {
+                Some(true) => "cut? live ",
+                Some(false) => "cut? cache",
+                None => "          ",
+            };
+            let inputs: Vec<String> = op.inputs.iter().map(|i| format!("%{i}")).collect();
+            let _ = writeln!(out, "{mark} %{:<5} {:<5} {} <- {}", op.index, block, op.sig.to_line(), inputs.join(" "));
+        }
+        out
+    }
+
+    /// Graphviz DOT: fused blocks are clusters, merged boundaries are bold edges.
+    pub fn to_dot(&self) -> String {
+        let mut out = String::from("digraph trace {\n  rankdir=TB;\n  node [shape=box, fontsize=9];\n");
+        for (b, block) in self.partition.blocks.iter().enumerate() {
+            if block.len() > 1 {
+                let _ = writeln!(out, "  subgraph cluster_b{b} {{\n    label=\"block {b}\"; style=filled; color=lightblue;");
+                for op in block {
+                    let _ = writeln!(out, "    {};", node_decl(&self.ops[*op as usize]));
+                }
+                out.push_str("  }\n");
+            } else {
+                for op in block {
+                    let _ = writeln!(out, "  {};", node_decl(&self.ops[*op as usize]));
+                }
+            }
+        }
+        for op in &self.ops {
+            for src in &op.inputs {
+                let _ = writeln!(out, "  n{src} -> n{};", op.index);
+            }
+        }
+        out.push_str("}\n");
+        out
+    }
+
+    pub fn to_ron(&self) -> String {
+        let config = ron::ser::PrettyConfig::new().depth_limit(3).struct_names(true);
+        ron::ser::to_string_pretty(self, config).expect("traces always serialise")
+    }
+
+    pub fn from_ron(text: &str) -> Result<Self, String> {
+        let trace: Trace = ron::from_str(text).map_err(|e| format!("not a trace file: {e}"))?;
+        if trace.format_version != TRACE_FORMAT_VERSION {
+            return Err(format!("trace format version {} (this Blaze reads {TRACE_FORMAT_VERSION})", trace.format_version));
+        }
+        Ok(trace)
+    }
+}
+
+fn node_decl(op: &TracedOp) -> String {
+    format!("n{} [label=\"%{} {}\"]", op.index, op.index, op.sig.kind)
+}
+
+/// Stable fingerprint of an op stream.
+pub fn op_stream_fingerprint(ops: &[TracedOp]) -> String {
+    let mut text = String::new();
+    for op in ops {
+        let _ = writeln!(text, "{} <- {:?}", op.sig.to_line(), op.inputs);
+    }
+    crate::hash::stable_hex(text.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn tiny() -> Trace {
+        let sig = |k: &str| OpSignature { kind: k.into(), dtype: "F32".into(), shapes: vec![vec![2, 3]] };
+        Trace {
+            format_version: TRACE_FORMAT_VERSION,
+            model: "tiny".into(),
+            regime: Regime::Forward,
+            shapes: "2x3".into(),
+            device: DeviceInfo { adapter: "llvmpipe".into(), backend: "vulkan".into(), compiler: "wgsl".into() },
+            burn_version: "0.22.1".into(),
+            warmup_steps: 2,
+            ops: vec![
+                TracedOp { index: 0, sig: sig("Float/Matmul"), inputs: vec![] },
+                TracedOp { index: 1, sig: sig("NumericFloat/Add"), inputs: vec![0] },
+                TracedOp { index: 2, sig: sig("Float/Exp"), inputs: vec![1] },
+            ],
+            partition: ExecutedPartition { blocks: vec![vec![0, 1, 2]] },
+            boundaries: vec![
+                TracedBoundary { id: BoundaryId(1), live: true },
+                TracedBoundary { id: BoundaryId(2), live: false },
+            ],
+            explored: vec![0, 1],
+        }
+    }
+
+    #[test]
+    fn ron_round_trip() {
+        let t = tiny();
+        assert_eq!(Trace::from_ron(&t.to_ron()), Ok(t));
+    }
+
+    #[test]
+    fn graph_has_an_edge_per_tensor_read() {
+        let g = tiny().graph();
+        assert_eq!((g.node_count(), g.edge_count()), (3, 2));
+    }
+
+    #[test]
+    fn dot_draws_fused_blocks_as_clusters() {
+        let dot = tiny().to_dot();
+        assert!(dot.contains("subgraph cluster_b0"));
+        assert!(dot.contains("n0 -> n1;"));
+    }
+
+    #[test]
+    fn text_marks_live_and_cached_cut_points() {
+        let text = tiny().to_text();
+        assert!(text.contains("cut? live  %1"), "{text}");
+        assert!(text.contains("cut? cache %2"), "{text}");
+    }
+}
