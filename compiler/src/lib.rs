@@ -1,1 +1,13 @@
-
+//! blaze-compiler: the stages between a model and a plan file.
+//!
+//! Processing order: [`tracing`] (capture a step) → `enumerate` (candidate plans) →
+//! `canon` (e-graph: collapse requests that must execute identically) → `confirm` (run each
+//! once, collapse what executed identically) → `measure` (interleaved timed rounds) → `verify`
+//! (probe under the winner and Burn's plan) → `select` (beyond the noise band) → `report`.
+//! [`cli`] is the `blazec` front end; a user's own binary calls [`cli::main_with`] to get the
+//! same commands for its models.
+pub mod cli;
+pub mod demo;
+pub mod run;
+pub mod session;
+pub mod tracing;

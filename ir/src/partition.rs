@@ -79,6 +79,17 @@ impl ExecutedPartition {
         out
     }
 
+    /// The requested cuts that some executed block spans (has operations on both sides of).
+    /// Empty when the partition shows every requested cut.
+    pub fn spanned_cuts(&self, cuts: &[u64]) -> Vec<u64> {
+        cuts.iter()
+            .copied()
+            .filter(|&n| {
+                self.blocks.iter().any(|b| b.iter().any(|&o| (o as u64) < n) && b.iter().any(|&o| (o as u64) >= n))
+            })
+            .collect()
+    }
+
     /// Block index of every operation, or `None` if an operation is missing.
     pub fn block_of(&self, num_ops: usize) -> Vec<Option<usize>> {
         let mut of = vec![None; num_ops];
@@ -114,6 +125,12 @@ mod tests {
         let c = p(&[&[0, 1], &[2]]);
         assert_eq!(a.fingerprint(), b.fingerprint());
         assert_ne!(a.fingerprint(), c.fingerprint());
+    }
+
+    #[test]
+    fn spanned_cuts_are_those_a_block_crosses() {
+        let part = p(&[&[0, 1], &[2, 4], &[3]]);
+        assert_eq!(part.spanned_cuts(&[1, 2, 3, 4]), vec![1, 3, 4]);
     }
 
     #[test]

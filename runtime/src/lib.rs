@@ -1,1 +1,24 @@
+//! blaze-runtime: the thin shim between a plan file and the patched Burn fuser.
+//!
+//! * [`load_plan`]: one call at start-up. Reads, validates and installs a plan; on any problem
+//!   it leaves Burn's own plan in force and prints exactly one warning naming the reason. It
+//!   never panics because of a plan.
+//! * [`CutSet`]: the cut policy installed into `burn_fusion::cut`; records which operations
+//!   Burn explored (the live ones).
+//! * [`StepRecorder`]: a `FusionObserver` that records one step's operations and executed
+//!   blocks, for traces and partition fingerprints.
+//!
+//! Invariant: nothing here runs tensor operations or touches a device; it only configures the
+//! fuser and listens to it.
+mod load;
+pub mod model;
+mod policy;
+mod recorder;
 
+pub use model::{Description, Model, ModelFactory, StepOutput};
+pub use load::{LoadOutcome, PlanHandle, load_plan, load_plan_text};
+pub use policy::{CutSet, activate, activate_burn_default};
+pub use recorder::{RecordedOp, RecordedStep, StepRecorder};
+
+/// The Burn version the patched fuser comes from (checked against plan contracts).
+pub const BURN_VERSION: &str = "0.22.1";

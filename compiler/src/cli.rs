@@ -1,0 +1,122 @@
+//! Command line. Exit codes: 0 success; 1 failure (message on stderr); 2 bad usage.
+use crate::{demo, run, tracing};
+use blaze_ir::plan::Regime;
+use blaze_runtime::ModelFactory;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// The models a binary offers: the built-in workloads for `blazec`, a user's own models for
+/// a user binary that calls [`main_with`].
+pub trait Catalog {
+    /// The model `name`, with optional test-size overrides.
+    fn find(&self, name: &str, batch: Option<usize>, seq: Option<usize>) -> Option<Box<dyn ModelFactory>>;
+    /// Every model name at its reference shape.
+    fn names(&self) -> Vec<String>;
+}
+
+pub type Resolver = dyn Catalog;
+
+#[derive(Parser)]
+#[command(name = "blazec", version, about = "Measure Burn kernel-fusion plans instead of guessing them",
+    after_help = "Exit codes: 0 success, 1 failure, 2 bad usage.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Clone)]
+pub struct ModelArgs {
+    /// Workload name, e.g. attention-d257 (see `blazec list`).
+    pub model: String,
+    /// forward or training.
+    #[arg(long, default_value = "training")]
+    pub regime: Regime,
+    /// Override the batch size (small test runs; recorded in the model name).
+    #[arg(long)]
+    pub batch: Option<usize>,
+    /// Override the sequence length (small test runs; recorded in the model name).
+    #[arg(long)]
+    pub seq: Option<usize>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Capture a model's Burn IR op stream, Burn's executed partition and its cut points.
+    #[command(after_help = "Examples:\n  blazec trace attention-d257 -o trace.ron\n  blazec trace attention-d257 --regime forward --batch 2 --seq 32 -o t.ron --dot t.dot --text t.txt")]
+    Trace {
+        #[command(flatten)]
+        model: ModelArgs,
+        /// Steps run before the traced one (compilation, autotune, fusion exploration).
+        #[arg(long, default_value_t = 3)]
+        warmup: u32,
+        /// Where to write the trace (RON).
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Also write a Graphviz DOT rendering (fused blocks as clusters).
+        #[arg(long)]
+        dot: Option<PathBuf>,
+        /// Also write a readable text dump.
+        #[arg(long)]
+        text: Option<PathBuf>,
+    },
+    /// Run a model for some steps, optionally under a plan file; print losses, the executed
+    /// partition of the last step and step times.
+    Run(run::RunArgs),
+    /// Burn's plan against a plan file with hand-chosen cuts, on attention-d257 training.
+    Demo(demo::DemoArgs),
+    /// List the built-in workloads.
+    List,
+}
+
+/// Runs the CLI with `resolve` for model names. Returns the exit code.
+pub fn main_with(resolve: &Resolver) -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    match dispatch(cli.command, resolve) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            1
+        }
+    }
+}
+
+pub fn resolve_model(resolve: &Resolver, args: &ModelArgs) -> anyhow::Result<Box<dyn ModelFactory>> {
+    resolve
+        .find(&args.model, args.batch, args.seq)
+        .ok_or_else(|| anyhow::anyhow!("unknown model `{}` (see `blazec list`)", args.model))
+}
+
+fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
+    match command {
+        Command::Trace { model, warmup, output, dot, text } => {
+            let factory = resolve_model(resolve, &model)?;
+            let trace = tracing::trace(factory.as_ref(), &tracing::TraceOptions { regime: model.regime, warmup })?;
+            crate::run::write_atomic(&output, &trace.to_ron())?;
+            if let Some(dot) = dot {
+                crate::run::write_atomic(&dot, &trace.to_dot())?;
+            }
+            if let Some(text) = text {
+                crate::run::write_atomic(&text, &trace.to_text())?;
+            }
+            println!("{}", tracing::summary(&trace));
+            Ok(())
+        }
+        Command::Run(args) => run::run(resolve, &args),
+        Command::Demo(args) => demo::demo(resolve, &args),
+        Command::List => {
+            for name in resolve.names() {
+                let Some(factory) = resolve.find(&name, None, None) else { continue };
+                // Parameters are counted on a built (forward) instance.
+                let params = factory.build(Regime::Forward).map(|m| m.describe().num_params).unwrap_or(0);
+                println!("{:<16} {:>10} params  {}", name, params, factory.summary());
+            }
+            Ok(())
+        }
+    }
+}

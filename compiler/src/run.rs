@@ -1,0 +1,141 @@
+//! `blazec run`: a model for some steps, optionally under a plan file.
+use crate::cli::{ModelArgs, Resolver, resolve_model};
+use crate::session::{record_step, timed_step};
+use blaze_ir::{Contract, ExecutedPartition, trace::op_stream_fingerprint};
+use blaze_runtime::{LoadOutcome, Model, load_plan};
+use clap::Args;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+#[derive(Args, Clone)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Plan file to load at start-up (Burn's own plan when absent or unusable).
+    #[arg(long)]
+    pub plan: Option<PathBuf>,
+    /// Untimed steps first.
+    #[arg(long, default_value_t = 2)]
+    pub warmup: u32,
+    /// Timed steps after warm-up.
+    #[arg(long, default_value_t = 3)]
+    pub steps: u32,
+    /// Write the run's report (RON): losses, times, executed partition, captured logits.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+}
+
+/// What `blazec run` measured.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunReport {
+    pub model: String,
+    pub regime: String,
+    /// `none`, `applied`, or `fallback: <reason>`.
+    pub plan: String,
+    /// Loss of every step, warm-up included, in order.
+    pub losses: Vec<f32>,
+    pub step_ms: Vec<f64>,
+    /// Executed partition of the last (recorded) step.
+    pub partition: ExecutedPartition,
+    pub op_stream: String,
+    pub ops: usize,
+    /// Logits of the last step.
+    pub logits: Vec<f32>,
+    pub classes: usize,
+    /// Cut-policy calls during the timed and recorded steps (0 = cached plans replayed).
+    pub hook_calls_after_warmup: u64,
+}
+
+pub fn run(resolve: &Resolver, args: &RunArgs) -> anyhow::Result<()> {
+    let factory = resolve_model(resolve, &args.model)?;
+    let mut model = factory.build(args.model.regime).map_err(anyhow::Error::msg)?;
+    let loaded = args.plan.as_ref().map(|p| load_plan(p, &contract_of(model.as_ref(), "")));
+    let report = run_loaded(model.as_mut(), loaded.as_ref(), args.warmup, args.steps);
+    println!("plan: {}", report.plan);
+    println!("losses: {:?}", report.losses);
+    println!("step ms: {:?}", report.step_ms.iter().map(|t| (t * 100.0).round() / 100.0).collect::<Vec<_>>());
+    println!("partition {} ({} ops, {} blocks, {} fused)", report.partition.fingerprint(), report.ops,
+        report.partition.blocks.len(), report.partition.fused_blocks().count());
+    if let Some(path) = &args.report {
+        write_atomic(path, &to_ron(&report))?;
+    }
+    Ok(())
+}
+
+/// The run's side of a plan contract (`op_stream` filled in once a step has been seen).
+pub fn contract_of(model: &dyn Model, op_stream: &str) -> Contract {
+    let d = model.describe();
+    Contract {
+        model: d.name,
+        regime: d.regime,
+        shapes: d.shapes,
+        op_stream: op_stream.into(),
+        ops_per_step: 0,
+        device: d.device,
+        burn_version: blaze_runtime::BURN_VERSION.into(),
+    }
+}
+
+/// Warm-up, the op-stream check of a loaded plan, timed steps and one recorded step.
+pub fn run_loaded(model: &mut dyn Model, loaded: Option<&LoadOutcome>, warmup: u32, steps: u32) -> RunReport {
+    let mut losses = Vec::new();
+    let mut plan = match loaded {
+        None => "none".to_string(),
+        Some(LoadOutcome::Applied(_)) => "applied".into(),
+        Some(LoadOutcome::Fallback(e)) => format!("fallback: {e}"),
+    };
+    for _ in 0..warmup {
+        model.sync();
+        losses.push(model.step(false).loss);
+    }
+    let (first, out) = record_step(model, false);
+    losses.push(out.loss);
+    let op_stream = op_stream_fingerprint(&first.traced_ops());
+    if let Some(LoadOutcome::Applied(handle)) = loaded
+        && let Err(e) = handle.confirm_op_stream(&op_stream)
+    {
+        plan = format!("fallback: {e}");
+    }
+    let calls = || match loaded {
+        Some(LoadOutcome::Applied(h)) => h.policy.calls(),
+        _ => 0,
+    };
+    let calls_before = calls();
+    let mut step_ms = Vec::new();
+    for _ in 0..steps {
+        let (ms, out) = timed_step(model);
+        step_ms.push(ms);
+        losses.push(out.loss);
+    }
+    let (last, out) = record_step(model, true);
+    losses.push(out.loss);
+    RunReport {
+        model: model.describe().name,
+        regime: model.describe().regime.to_string(),
+        plan,
+        losses,
+        step_ms,
+        ops: last.ops.len(),
+        partition: last.partition,
+        op_stream,
+        logits: out.logits,
+        classes: out.classes,
+        hook_calls_after_warmup: calls() - calls_before,
+    }
+}
+
+pub fn to_ron<T: Serialize>(value: &T) -> String {
+    ron::ser::to_string_pretty(value, ron::ser::PrettyConfig::new().depth_limit(2)).expect("serialisable")
+}
+
+/// Writes `text` to `path` atomically: a temporary file in the same directory, then a rename,
+/// so a reader (or an interrupted run) never sees a partial file.
+pub fn write_atomic(path: &Path, text: &str) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().context("output path has no file name")?.to_string_lossy();
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot move into place {}", path.display()))?;
+    Ok(())
+}

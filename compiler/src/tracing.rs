@@ -1,0 +1,97 @@
+//! `blazec trace`: capture one steady-state step of a model into a `Trace`.
+use crate::session::{record_step, warm_up};
+use blaze_ir::{
+    BoundaryId, Trace,
+    plan::Regime,
+    trace::{TRACE_FORMAT_VERSION, TracedBoundary},
+};
+use blaze_runtime::{ModelFactory, RecordedStep, activate_burn_default};
+use std::collections::BTreeSet;
+
+/// Options of a trace.
+#[derive(Clone, Debug)]
+pub struct TraceOptions {
+    pub regime: Regime,
+    pub warmup: u32,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error("cannot build the model: {0}")]
+    Build(String),
+    #[error("the op stream is not the same in consecutive steps ({0}); boundary ids would not be stable")]
+    Unstable(String),
+    #[error("the step recorded no operations (is the device working?)")]
+    Empty,
+}
+
+/// Traces `factory` under Burn's own plan (no cuts), recording which operations Burn explored.
+pub fn trace(factory: &dyn ModelFactory, opts: &TraceOptions) -> Result<Trace, TraceError> {
+    let mut model = factory.build(opts.regime).map_err(TraceError::Build)?;
+    // Installed after the build so that model initialisation does not count as explored.
+    let policy = activate_burn_default();
+    warm_up(model.as_mut(), opts.warmup);
+    let (step, _) = record_step(model.as_mut(), false);
+    let (again, _) = record_step(model.as_mut(), false);
+    if step.ops.is_empty() {
+        return Err(TraceError::Empty);
+    }
+    check_stable(&step, &again)?;
+    let desc = model.describe();
+    let explored = policy.explored();
+    Ok(Trace {
+        format_version: TRACE_FORMAT_VERSION,
+        model: desc.name,
+        regime: opts.regime,
+        shapes: desc.shapes,
+        device: desc.device,
+        burn_version: blaze_runtime::BURN_VERSION.into(),
+        warmup_steps: opts.warmup,
+        ops: step.traced_ops(),
+        boundaries: cut_points(&step.partition.blocks, &explored),
+        partition: step.partition,
+        explored: explored.iter().map(|&i| i as u32).collect(),
+    })
+}
+
+/// Cut points: every gap before operation n that some fused block spans (has operations on
+/// both sides). A cut there ends the segment and so changes that block; a cut anywhere else
+/// changes no block of Burn's plan.
+pub fn cut_points(blocks: &[Vec<u32>], explored: &BTreeSet<u64>) -> Vec<TracedBoundary> {
+    let mut spanned = BTreeSet::new();
+    for block in blocks.iter().filter(|b| b.len() > 1) {
+        let (lo, hi) = (*block.iter().min().unwrap(), *block.iter().max().unwrap());
+        spanned.extend(lo + 1..=hi);
+    }
+    spanned
+        .into_iter()
+        .map(|n| TracedBoundary { id: BoundaryId(n as u64), live: explored.contains(&(n as u64)) })
+        .collect()
+}
+
+/// Two consecutive steps must register the same operations in the same order.
+fn check_stable(a: &RecordedStep, b: &RecordedStep) -> Result<(), TraceError> {
+    if a.ops.len() != b.ops.len() {
+        return Err(TraceError::Unstable(format!("{} vs {} operations", a.ops.len(), b.ops.len())));
+    }
+    for (i, (x, y)) in a.ops.iter().zip(&b.ops).enumerate() {
+        if x.sig != y.sig || x.inputs != y.inputs {
+            return Err(TraceError::Unstable(format!("operation {i}: `{}` vs `{}`", x.sig.to_line(), y.sig.to_line())));
+        }
+    }
+    Ok(())
+}
+
+/// One-line summary: ops, blocks, boundaries.
+pub fn summary(trace: &Trace) -> String {
+    format!(
+        "{} {}: {} ops, {} blocks ({} fused), {} cut points ({} live)",
+        trace.model,
+        trace.regime,
+        trace.ops.len(),
+        trace.partition.blocks.len(),
+        trace.partition.fused_blocks().count(),
+        trace.boundaries.len(),
+        trace.live_cut_points().len()
+    )
+}

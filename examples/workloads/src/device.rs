@@ -1,0 +1,63 @@
+//! The device every workload runs on, and how to describe it in a plan contract.
+use blaze_ir::plan::DeviceInfo;
+use burn::tensor::{Device, DeviceKind};
+use std::sync::OnceLock;
+
+/// The default wgpu device, pinned to Vulkan where the build has SPIR-V.
+pub fn device() -> Device {
+    #[cfg(feature = "vulkan")]
+    {
+        Device::vulkan(DeviceKind::DefaultDevice)
+    }
+    #[cfg(not(feature = "vulkan"))]
+    {
+        Device::wgpu(DeviceKind::DefaultDevice)
+    }
+}
+
+/// Shader compiler of this build: `spirv` (feature `vulkan`, real GPUs) or `wgsl` (lavapipe).
+pub const COMPILER: &str = if cfg!(feature = "vulkan") { "spirv" } else { "wgsl" };
+
+/// The adapter wgpu picks by default (the same high-performance request CubeCL makes).
+pub fn device_info() -> DeviceInfo {
+    static INFO: OnceLock<DeviceInfo> = OnceLock::new();
+    INFO.get_or_init(|| {
+        use burn::backend::wgpu::wgpu;
+        let instance = wgpu::Instance::default();
+        let adapter = pollster_block(instance.request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            ..Default::default()
+        }));
+        match adapter {
+            Ok(a) => {
+                let info = a.get_info();
+                DeviceInfo {
+                    adapter: info.name,
+                    backend: format!("{:?}", info.backend).to_lowercase(),
+                    compiler: COMPILER.into(),
+                }
+            }
+            Err(e) => DeviceInfo { adapter: format!("unavailable: {e}"), backend: "none".into(), compiler: COMPILER.into() },
+        }
+    })
+    .clone()
+}
+
+/// Minimal executor for wgpu's adapter request (no async runtime in this crate).
+fn pollster_block<F: std::future::Future>(fut: F) -> F::Output {
+    use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
+    fn noop(_: *const ()) {}
+    fn clone(p: *const ()) -> RawWaker {
+        RawWaker::new(p, &VTABLE)
+    }
+    static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, noop, noop, noop);
+    let waker = unsafe { Waker::from_raw(RawWaker::new(std::ptr::null(), &VTABLE)) };
+    let mut cx = Context::from_waker(&waker);
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return v;
+        }
+        std::thread::yield_now();
+    }
+}

@@ -1,0 +1,99 @@
+//! A character language model run: real text, cross-entropy, Adam. Implements
+//! `blaze_runtime::Model` for any Burn module that maps token ids to logits.
+use crate::{device, text::{CharBatcher, VOCAB}};
+use blaze_ir::plan::Regime;
+use blaze_runtime::{Description, Model, StepOutput};
+use burn::module::Module;
+use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
+use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer};
+use burn::tensor::{Device, Int, Tensor};
+
+/// Adam as every workload uses it (docs/workloads.md).
+pub const LEARNING_RATE: f64 = 3e-4;
+
+pub fn adam() -> ModuleOptimizer {
+    AdamConfig::new().with_beta_1(0.9).with_beta_2(0.999).with_epsilon(1e-8).init()
+}
+
+/// A model from token ids [batch, seq] to logits [batch, seq, 128].
+pub trait CharLm: Module + 'static {
+    fn logits(&self, tokens: Tensor<2, Int>) -> Tensor<3>;
+}
+
+/// The seed every workload initialises and samples with.
+pub const SEED: u64 = 0;
+
+pub struct CharLmRun<M: CharLm> {
+    desc: Description,
+    device: Device,
+    model: Option<M>,
+    optim: ModuleOptimizer,
+    batcher: CharBatcher,
+    loss: CrossEntropyLoss,
+}
+
+impl<M: CharLm> CharLmRun<M> {
+    /// Seeds the device, then builds the model with `init` on a device with autodiff in
+    /// training and without it in the forward regime.
+    pub fn new(desc: Description, batch: usize, seq: usize, init: impl FnOnce(&Device) -> M) -> Self {
+        let plain = device::device();
+        let device = match desc.regime {
+            Regime::Training => plain.autodiff(),
+            Regime::Forward => plain,
+        };
+        device.seed(SEED);
+        let model = init(&device);
+        let loss = CrossEntropyLossConfig::new().init(&device);
+        Self { desc, device, model: Some(model), optim: adam(), batcher: CharBatcher::new(batch, seq, SEED), loss }
+    }
+
+    /// Replaces the description (e.g. once the parameter count is known).
+    pub fn with_description(mut self, desc: Description) -> Self {
+        self.desc = desc;
+        self
+    }
+
+    fn forward_loss(&mut self, model: &M) -> (Tensor<3>, Tensor<1>) {
+        let (x, y) = self.batcher.next(&self.device);
+        let logits = model.logits(x);
+        let [b, s, v] = logits.dims();
+        let loss = self.loss.forward(logits.clone().reshape([b * s, v]), y);
+        (logits, loss)
+    }
+}
+
+impl<M: CharLm> Model for CharLmRun<M> {
+    fn describe(&self) -> Description {
+        self.desc.clone()
+    }
+
+    fn step(&mut self, capture: bool) -> StepOutput {
+        let model = self.model.take().expect("model present between steps");
+        let (logits, loss) = self.forward_loss(&model);
+        let model = match self.desc.regime {
+            Regime::Training => {
+                let grads = GradientsParams::from_grads(loss.backward(), &model);
+                self.optim.step(LEARNING_RATE, model, grads)
+            }
+            Regime::Forward => model,
+        };
+        self.model = Some(model);
+        read_outputs(loss, logits, capture)
+    }
+
+    fn sync(&self) {
+        let _ = self.device.sync();
+    }
+}
+
+/// Reads the loss (a sync), then the logits if asked. `logits` is alive until here in both
+/// cases and is read by reference, so capturing registers no operation a plain step does not.
+pub fn read_outputs(loss: Tensor<1>, logits: Tensor<3>, capture: bool) -> StepOutput {
+    let loss = loss.into_data().try_to_vec::<f32>().ok().and_then(|v| v.first().copied()).unwrap_or(f32::NAN);
+    let captured = match capture {
+        true => logits.to_data().try_to_vec::<f32>().unwrap_or_default(),
+        false => Vec::new(),
+    };
+    drop(logits);
+    StepOutput { loss, logits: captured, classes: VOCAB }
+}

@@ -1,0 +1,78 @@
+//! Loading a plan file at start-up. Never panics; falls back to Burn's own plan with one
+//! warning naming the reason.
+use crate::policy::activate;
+use crate::CutSet;
+use blaze_ir::{Contract, PlanError, PlanFile};
+use std::path::Path;
+use std::sync::Arc;
+
+/// What `load_plan` did.
+#[derive(Debug)]
+pub enum LoadOutcome {
+    /// The plan is installed; its cuts apply from the next sync.
+    Applied(PlanHandle),
+    /// Burn's own plan stays in force, for this reason (already printed as a warning).
+    Fallback(PlanError),
+}
+
+/// An installed plan.
+#[derive(Debug)]
+pub struct PlanHandle {
+    pub plan: PlanFile,
+    pub policy: Arc<CutSet>,
+}
+
+impl PlanHandle {
+    /// Checks the op stream the program actually ran (fingerprint of a steady-state step)
+    /// against the plan's contract. On a mismatch the plan is withdrawn (Burn's own plan from
+    /// the next sync) with one warning, and the reason is returned.
+    pub fn confirm_op_stream(&self, observed: &str) -> Result<(), PlanError> {
+        if observed == self.plan.contract.op_stream {
+            return Ok(());
+        }
+        let err = PlanError::Mismatch {
+            field: "op stream",
+            planned: self.plan.contract.op_stream.clone(),
+            actual: observed.to_string(),
+        };
+        burn_fusion::cut::install(None, 0);
+        warn(&err);
+        Err(err)
+    }
+}
+
+impl LoadOutcome {
+    pub fn is_applied(&self) -> bool {
+        matches!(self, LoadOutcome::Applied(_))
+    }
+}
+
+/// Loads the plan at `path` for a run described by `actual` (leave `actual.op_stream` empty
+/// when it is not known yet; confirm it later with [`PlanHandle::confirm_op_stream`]).
+pub fn load_plan(path: impl AsRef<Path>, actual: &Contract) -> LoadOutcome {
+    let path = path.as_ref();
+    match std::fs::read_to_string(path) {
+        Ok(text) => load_plan_text(&text, actual),
+        Err(e) => fallback(PlanError::Unreadable { path: path.display().to_string(), reason: e.to_string() }),
+    }
+}
+
+/// [`load_plan`] for plan text already in memory.
+pub fn load_plan_text(text: &str, actual: &Contract) -> LoadOutcome {
+    let plan = match PlanFile::parse(text).and_then(|p| p.check_contract(actual).map(|()| p)) {
+        Ok(plan) => plan,
+        Err(e) => return fallback(e),
+    };
+    let policy = activate(&plan.cuts);
+    LoadOutcome::Applied(PlanHandle { plan, policy })
+}
+
+fn fallback(err: PlanError) -> LoadOutcome {
+    burn_fusion::cut::install(None, 0);
+    warn(&err);
+    LoadOutcome::Fallback(err)
+}
+
+fn warn(err: &PlanError) {
+    eprintln!("warning: blaze: {err}; using Burn's own fusion plan");
+}

@@ -1,0 +1,52 @@
+//! The interface between Blaze and a model: what a user implements so that blazec can trace,
+//! confirm, verify and time plans on it. Deliberately free of Burn types, so it stays stable
+//! across Burn's tensor API changes and any program can implement it.
+use blaze_ir::plan::{DeviceInfo, Regime};
+
+/// What a model is, for reports and plan contracts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Description {
+    /// Workload name, e.g. `attention-d257`.
+    pub name: String,
+    /// Shapes, e.g. `batch=16 seq=256 d=257`.
+    pub shapes: String,
+    pub num_params: usize,
+    pub regime: Regime,
+    pub device: DeviceInfo,
+}
+
+/// What one step returns.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StepOutput {
+    /// The step's loss (read back, so the step is complete on the device).
+    pub loss: f32,
+    /// The logits of the step's batch, row-major with `classes` columns; empty unless captured.
+    pub logits: Vec<f32>,
+    pub classes: usize,
+}
+
+/// One instance of a model in one regime, with its data and (in training) its optimiser.
+///
+/// Contract, so that operation indices mean the same in every step:
+/// * `step` runs exactly one step (training: forward, loss, backward, optimiser update;
+///   forward: one forward pass without gradient tracking and the loss) on the next batch and
+///   reads the loss back before returning;
+/// * `capture` must not change the operations the step registers: read the logits after the
+///   loss, from a tensor the step keeps alive in either case;
+/// * everything is registered from the calling thread.
+pub trait Model {
+    fn describe(&self) -> Description;
+    fn step(&mut self, capture: bool) -> StepOutput;
+    /// Wait until the device has finished all work (a fusion sync point).
+    fn sync(&self);
+}
+
+/// Builds fresh model instances. Two instances built with the same regime start from the same
+/// seeded weights and see the same batches, which is what verification relies on.
+pub trait ModelFactory: Sync {
+    /// The name plans and traces are filed under.
+    fn name(&self) -> String;
+    /// One-line description for `blazec list`.
+    fn summary(&self) -> String;
+    fn build(&self, regime: Regime) -> Result<Box<dyn Model>, String>;
+}

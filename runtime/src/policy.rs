@@ -1,0 +1,51 @@
+//! The cut policy installed into the patched burn-fusion.
+use blaze_ir::{BoundaryId, PlanFile};
+use burn_fusion::cut::{CutPolicy, ExploredOp};
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, atomic::{AtomicU64, Ordering}};
+
+/// Refuses Burn's merge before each operation in `cuts`; remembers every operation Burn asked
+/// about (the live set) and how often it was asked.
+#[derive(Debug, Default)]
+pub struct CutSet {
+    cuts: BTreeSet<u64>,
+    explored: Mutex<BTreeSet<u64>>,
+    calls: AtomicU64,
+}
+
+impl CutSet {
+    pub fn new(cuts: &[BoundaryId]) -> Self {
+        Self { cuts: cuts.iter().map(|c| c.0).collect(), ..Default::default() }
+    }
+
+    /// Operations (step-relative index) Burn explored while this policy was installed.
+    pub fn explored(&self) -> BTreeSet<u64> {
+        self.explored.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// How many times Burn consulted the policy.
+    pub fn calls(&self) -> u64 {
+        self.calls.load(Ordering::Relaxed)
+    }
+}
+
+impl CutPolicy for CutSet {
+    fn cut_before(&self, op: &ExploredOp<'_>) -> bool {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.explored.lock().unwrap_or_else(|e| e.into_inner()).insert(op.index);
+        self.cuts.contains(&op.index)
+    }
+}
+
+/// Installs `cuts` (plans cached under their own store key) and returns the policy, so the
+/// caller can read the live set. Takes effect at the next sync with no pending work.
+pub fn activate(cuts: &[BoundaryId]) -> Arc<CutSet> {
+    let policy = Arc::new(CutSet::new(cuts));
+    burn_fusion::cut::install(Some(policy.clone()), PlanFile::store_key(cuts));
+    policy
+}
+
+/// Burn's own plan, but still observing which operations Burn explores.
+pub fn activate_burn_default() -> Arc<CutSet> {
+    activate(&[])
+}
