@@ -64,7 +64,22 @@ enum Command {
     Run(run::RunArgs),
     /// Burn's plan against a plan file with hand-chosen cuts, on attention-d257 training.
     Demo(demo::DemoArgs),
-    /// List the built-in workloads.
+    /// Write a plan file by hand from a trace: the cuts you name (or every k-th live cut point).
+    #[command(after_help = "Examples:\n  blazec plan --trace t.ron --cuts b5,b65 -o plan.ron\n  blazec plan --trace t.ron --every-live 4 -o plan.ron")]
+    Plan {
+        /// A trace written by `blazec trace`.
+        #[arg(long)]
+        trace: PathBuf,
+        /// Boundary ids to cut, comma separated (b5,b65 or 5,65).
+        #[arg(long, value_delimiter = ',')]
+        cuts: Vec<blaze_ir::BoundaryId>,
+        /// Cut every k-th live cut point instead.
+        #[arg(long, conflicts_with = "cuts")]
+        every_live: Option<usize>,
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+    /// List the built-in workloads with their parameter counts.
     List,
 }
 
@@ -105,6 +120,19 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
                 crate::run::write_atomic(&text, &trace.to_text())?;
             }
             println!("{}", tracing::summary(&trace));
+            Ok(())
+        }
+        Command::Plan { trace, cuts, every_live, output } => {
+            let text = std::fs::read_to_string(&trace).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", trace.display()))?;
+            let trace = blaze_ir::Trace::from_ron(&text).map_err(anyhow::Error::msg)?;
+            let cuts = match every_live {
+                Some(k) => trace.live_cut_points().into_iter().step_by(k.max(1)).collect(),
+                None => cuts,
+            };
+            let plan = trace.plan(cuts);
+            plan.validate()?;
+            crate::run::write_atomic(&output, &plan.to_ron())?;
+            println!("plan with {} cut(s) of {} cut points written to {}", plan.cuts.len(), plan.cut_points.len(), output.display());
             Ok(())
         }
         Command::Run(args) => run::run(resolve, &args),

@@ -4,7 +4,7 @@
 use crate::cli::{ModelArgs, Resolver, resolve_model};
 use crate::run::{RunReport, contract_of, run_loaded, write_atomic};
 use crate::tracing::{TraceOptions, summary, trace};
-use blaze_ir::{BoundaryId, PlanFile, plan::{Contract, Regime}};
+use blaze_ir::{BoundaryId, plan::Regime};
 use blaze_runtime::load_plan;
 use clap::Args;
 use std::path::PathBuf;
@@ -43,9 +43,7 @@ pub fn demo(resolve: &Resolver, args: &DemoArgs) -> anyhow::Result<()> {
     drop(burn);
 
     let plan_path = args.out.join("demo-plan.ron");
-    let contract = Contract { op_stream: traced.op_stream_fingerprint(), ops_per_step: traced.ops.len() as u64, ..contract_from(&traced) };
-    let mut plan = PlanFile::burn_default(contract, traced.cut_points());
-    plan.cuts = cuts.clone();
+    let plan = traced.plan(cuts.clone());
     write_atomic(&plan_path, &plan.to_ron())?;
 
     let mut cut = factory.build(Regime::Training).map_err(anyhow::Error::msg)?;
@@ -56,18 +54,6 @@ pub fn demo(resolve: &Resolver, args: &DemoArgs) -> anyhow::Result<()> {
     write_atomic(&args.out.join("hand-cuts.ron"), &crate::run::to_ron(&planned))?;
     print_side_by_side(&default, &planned, &cuts);
     Ok(())
-}
-
-fn contract_from(t: &blaze_ir::Trace) -> Contract {
-    Contract {
-        model: t.model.clone(),
-        regime: t.regime,
-        shapes: t.shapes.clone(),
-        op_stream: String::new(),
-        ops_per_step: 0,
-        device: t.device.clone(),
-        burn_version: t.burn_version.clone(),
-    }
 }
 
 fn median(xs: &[f64]) -> f64 {

@@ -5,7 +5,7 @@ use blaze_ir::{
     plan::Regime,
     trace::{TRACE_FORMAT_VERSION, TracedBoundary},
 };
-use blaze_runtime::{ModelFactory, RecordedStep, activate_burn_default};
+use blaze_runtime::{ModelFactory, RecordedStep, activate_burn_default, activate_explore_probe};
 use std::collections::BTreeSet;
 
 /// Options of a trace.
@@ -25,11 +25,12 @@ pub enum TraceError {
     Empty,
 }
 
-/// Traces `factory` under Burn's own plan (no cuts), recording which operations Burn explored.
+/// Traces `factory`: Burn's own executed partition (its plan store, no cuts), then the live
+/// set: the operations Burn explores when plans are cached per step position, as they are
+/// under any cut plan (so a cut there takes effect).
 pub fn trace(factory: &dyn ModelFactory, opts: &TraceOptions) -> Result<Trace, TraceError> {
     let mut model = factory.build(opts.regime).map_err(TraceError::Build)?;
-    // Installed after the build so that model initialisation does not count as explored.
-    let policy = activate_burn_default();
+    activate_burn_default();
     warm_up(model.as_mut(), opts.warmup);
     let (step, _) = record_step(model.as_mut(), false);
     let (again, _) = record_step(model.as_mut(), false);
@@ -37,8 +38,13 @@ pub fn trace(factory: &dyn ModelFactory, opts: &TraceOptions) -> Result<Trace, T
         return Err(TraceError::Empty);
     }
     check_stable(&step, &again)?;
+    // Installed between steps: it takes effect at the next sync, and model initialisation is
+    // long past, so only step operations are counted.
+    let probe = activate_explore_probe();
+    warm_up(model.as_mut(), 2);
     let desc = model.describe();
-    let explored = policy.explored();
+    let explored = probe.explored();
+    activate_burn_default();
     Ok(Trace {
         format_version: TRACE_FORMAT_VERSION,
         model: desc.name,

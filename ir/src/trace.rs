@@ -25,9 +25,10 @@ pub struct TracedOp {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TracedBoundary {
     pub id: BoundaryId,
-    /// Burn explored this operation in the traced process, so a cut here takes effect. A
-    /// boundary that is not live sits in a segment that replays a plan cached earlier
-    /// (internals §3.5 risk 1): a cut there alone does nothing.
+    /// Burn explores this operation when plans are cached per step position (as under every
+    /// cut plan), so a cut here takes effect. A boundary that is not live is never explored
+    /// (it sits inside a segment Burn closes earlier, or replays a plan cached earlier,
+    /// internals §3.5 risk 1): a cut there alone does nothing.
     pub live: bool,
 }
 
@@ -86,6 +87,26 @@ impl Trace {
             }
         }
         g
+    }
+
+    /// The contract a plan made from this trace is valid under.
+    pub fn contract(&self) -> crate::plan::Contract {
+        crate::plan::Contract {
+            model: self.model.clone(),
+            regime: self.regime,
+            shapes: self.shapes.clone(),
+            op_stream: self.op_stream_fingerprint(),
+            ops_per_step: self.ops.len() as u64,
+            device: self.device.clone(),
+            burn_version: self.burn_version.clone(),
+        }
+    }
+
+    /// A plan for this trace's contract with the given cuts.
+    pub fn plan(&self, cuts: Vec<BoundaryId>) -> crate::plan::PlanFile {
+        let mut plan = crate::plan::PlanFile::burn_default(self.contract(), self.cut_points());
+        plan.cuts = cuts;
+        plan
     }
 
     /// Live cut points.

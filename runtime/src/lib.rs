@@ -17,7 +17,7 @@ mod recorder;
 
 pub use model::{Description, Model, ModelFactory, StepOutput};
 pub use load::{LoadOutcome, PlanHandle, load_plan, load_plan_text};
-pub use policy::{CutSet, activate, activate_burn_default};
+pub use policy::{CutSet, EXPLORE_PROBE_KEY, activate, activate_burn_default, activate_explore_probe};
 pub use recorder::{RecordedOp, RecordedStep, StepRecorder};
 
 /// The Burn version the patched fuser comes from (checked against plan contracts).

@@ -45,6 +45,17 @@ pub fn activate(cuts: &[BoundaryId]) -> Arc<CutSet> {
     policy
 }
 
+/// Store key of [`activate_explore_probe`]: even, so never a cut set's key (those are odd).
+pub const EXPLORE_PROBE_KEY: u64 = 2;
+
+/// No cuts, but in a position-tagged store of its own, as a cut plan runs: the operations Burn
+/// explores under it are the ones where a cut would take effect (the live set).
+pub fn activate_explore_probe() -> Arc<CutSet> {
+    let policy = Arc::new(CutSet::new(&[]));
+    burn_fusion::cut::install(Some(policy.clone()), EXPLORE_PROBE_KEY);
+    policy
+}
+
 /// Burn's own plan, but still observing which operations Burn explores.
 pub fn activate_burn_default() -> Arc<CutSet> {
     activate(&[])

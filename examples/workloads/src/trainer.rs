@@ -78,7 +78,7 @@ impl<M: CharLm> Model for CharLmRun<M> {
             Regime::Forward => model,
         };
         self.model = Some(model);
-        read_outputs(loss, logits, capture)
+        read_outputs(loss, logits, VOCAB, capture)
     }
 
     fn sync(&self) {
@@ -88,12 +88,13 @@ impl<M: CharLm> Model for CharLmRun<M> {
 
 /// Reads the loss (a sync), then the logits if asked. `logits` is alive until here in both
 /// cases and is read by reference, so capturing registers no operation a plain step does not.
-pub fn read_outputs(loss: Tensor<1>, logits: Tensor<3>, capture: bool) -> StepOutput {
+/// `classes` is the logits' last dimension (128 for the character models).
+pub fn read_outputs<const D: usize>(loss: Tensor<1>, logits: Tensor<D>, classes: usize, capture: bool) -> StepOutput {
     let loss = loss.into_data().try_to_vec::<f32>().ok().and_then(|v| v.first().copied()).unwrap_or(f32::NAN);
     let captured = match capture {
         true => logits.to_data().try_to_vec::<f32>().unwrap_or_default(),
         false => Vec::new(),
     };
     drop(logits);
-    StepOutput { loss, logits: captured, classes: VOCAB }
+    StepOutput { loss, logits: captured, classes }
 }

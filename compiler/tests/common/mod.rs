@@ -1,0 +1,85 @@
+//! Shared fixtures: run the real `blazec` binary on the real device (lavapipe in CI) with a
+//! small named shape, and read its reports.
+#![allow(dead_code)]
+use blaze_compiler::run::RunReport;
+use blaze_ir::Trace;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// Small test shape of attention-d257 (named `attention-d257-b2s32`).
+pub const SMALL: [&str; 5] = ["attention-d257", "--batch", "2", "--seq", "32"];
+
+pub fn blazec(args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_blazec"))
+        .args(args)
+        .env("XDG_RUNTIME_DIR", std::env::var("XDG_RUNTIME_DIR").unwrap_or("/tmp".into()))
+        .output()
+        .expect("blazec runs");
+    out
+}
+
+pub fn ok(args: &[&str]) -> Output {
+    let out = blazec(args);
+    assert!(out.status.success(), "blazec {args:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("blaze-test-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+pub fn read_report(path: &Path) -> RunReport {
+    ron::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// `blazec trace` of the small shape in `regime`, once per test binary.
+pub fn trace(regime: &str) -> (PathBuf, Trace) {
+    static TRAINING: OnceLock<(PathBuf, Trace)> = OnceLock::new();
+    static FORWARD: OnceLock<(PathBuf, Trace)> = OnceLock::new();
+    let cell = if regime == "training" { &TRAINING } else { &FORWARD };
+    cell.get_or_init(|| {
+        let path = scratch("trace").join(format!("{regime}.ron"));
+        let mut args = SMALL.to_vec();
+        args.extend(["--regime", regime, "-o", path.to_str().unwrap()]);
+        let mut full = vec!["trace"];
+        full.extend(args);
+        ok(&full);
+        let trace = Trace::from_ron(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        (path, trace)
+    })
+    .clone()
+}
+
+/// `blazec run` of the small shape; returns the report and stderr.
+pub fn run(regime: &str, plan: Option<&Path>, tag: &str) -> (RunReport, String) {
+    let report = scratch("run").join(format!("{tag}.ron"));
+    let mut args = vec!["run"];
+    args.extend(SMALL);
+    args.extend(["--regime", regime, "--steps", "1", "--report", report.to_str().unwrap()]);
+    let plan_str;
+    if let Some(p) = plan {
+        plan_str = p.to_str().unwrap().to_string();
+        args.extend(["--plan", &plan_str]);
+    }
+    let out = ok(&args);
+    (read_report(&report), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// Burn's own run (no plan at all), once per regime per test binary.
+pub fn burn_default(regime: &str) -> RunReport {
+    static TRAINING: OnceLock<RunReport> = OnceLock::new();
+    static FORWARD: OnceLock<RunReport> = OnceLock::new();
+    let cell = if regime == "training" { &TRAINING } else { &FORWARD };
+    cell.get_or_init(|| run(regime, None, &format!("default-{regime}")).0).clone()
+}
+
+/// Row-wise argmax of row-major logits.
+pub fn argmax_rows(logits: &[f32], classes: usize) -> Vec<usize> {
+    logits
+        .chunks(classes)
+        .map(|row| row.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map(|(i, _)| i).unwrap())
+        .collect()
+}

@@ -1,0 +1,139 @@
+//! The runner for the workloads that are not character models (mlp, cnn, chain): a module, a
+//! task that feeds it and scores it, Adam. Also the seeded host RNG their data comes from and a
+//! helper that builds a character-model run, shared by lstm and moe.
+use crate::{device, device::device_info, trainer::{self, CharLm, CharLmRun, LEARNING_RATE, SEED}};
+use blaze_ir::plan::Regime;
+use blaze_runtime::{Description, Model, StepOutput};
+use burn::module::Module;
+use burn::optim::{GradientsParams, ModuleOptimizer};
+use burn::tensor::{Device, Tensor};
+
+/// The device of a regime (autodiff only in training), seeded before anything is initialised.
+pub fn regime_device(regime: Regime) -> Device {
+    let plain = device::device();
+    let device = match regime {
+        Regime::Training => plain.autodiff(),
+        Regime::Forward => plain,
+    };
+    device.seed(SEED);
+    device
+}
+
+/// What a non-sequence workload does besides its module: where batches come from and the loss.
+pub trait Task: 'static {
+    type Net: Module + 'static;
+    /// Output [rows, classes] of the next batch and the scalar loss.
+    fn forward_loss(&mut self, net: &Self::Net, device: &Device) -> (Tensor<2>, Tensor<1>);
+    /// Width of the output, reported with captured logits.
+    fn classes(&self) -> usize;
+}
+
+pub struct TaskRun<T: Task> {
+    desc: Description,
+    device: Device,
+    net: Option<T::Net>,
+    optim: ModuleOptimizer,
+    task: T,
+}
+
+impl<T: Task> TaskRun<T> {
+    /// `init` builds the module and the task (its data) on the seeded regime device. The
+    /// description's parameter count is filled in from the module.
+    pub fn new(mut desc: Description, init: impl FnOnce(&Device) -> (T::Net, T)) -> Self {
+        let device = regime_device(desc.regime);
+        let (net, task) = init(&device);
+        desc.num_params = net.num_params();
+        Self { desc, device, net: Some(net), optim: trainer::adam(), task }
+    }
+
+    pub fn net(&self) -> &T::Net {
+        self.net.as_ref().expect("module present between steps")
+    }
+
+    pub fn task(&self) -> &T {
+        &self.task
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+}
+
+impl<T: Task> Model for TaskRun<T> {
+    fn describe(&self) -> Description {
+        self.desc.clone()
+    }
+
+    fn step(&mut self, capture: bool) -> StepOutput {
+        let net = self.net.take().expect("module present between steps");
+        let (out, loss) = self.task.forward_loss(&net, &self.device);
+        let net = match self.desc.regime {
+            Regime::Training => {
+                let grads = GradientsParams::from_grads(loss.backward(), &net);
+                self.optim.step(LEARNING_RATE, net, grads)
+            }
+            Regime::Forward => net,
+        };
+        self.net = Some(net);
+        trainer::read_outputs(loss, out, self.task.classes(), capture)
+    }
+
+    fn sync(&self) {
+        let _ = self.device.sync();
+    }
+}
+
+/// Description of a workload before its parameters are counted.
+pub fn describe(name: &str, shapes: String, regime: Regime) -> Description {
+    Description { name: name.into(), shapes, num_params: 0, regime, device: device_info() }
+}
+
+/// A character-model run of `init`'s module, described with its parameter count.
+pub fn char_lm_run<M: CharLm>(desc: Description, batch: usize, seq: usize, init: impl FnOnce(&Device) -> M) -> Box<dyn Model> {
+    let mut desc = desc;
+    let mut num_params = 0;
+    let run = CharLmRun::new(desc.clone(), batch, seq, |device| {
+        let model = init(device);
+        num_params = model.num_params();
+        model
+    });
+    desc.num_params = num_params;
+    Box::new(run.with_description(desc))
+}
+
+/// Seeded host RNG for workload data: identical on every device and machine, and independent
+/// of the device RNG, so data never shifts the (lazy) parameter initialisation.
+pub struct HostRng(u64);
+
+impl HostRng {
+    pub fn new(seed: u64) -> Self {
+        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    /// xorshift64*, as the text batcher uses.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform in (0, 1].
+    fn uniform(&mut self) -> f64 {
+        ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
+    }
+
+    /// `n` standard normal samples (Box-Muller, both outputs used).
+    pub fn normal(&mut self, n: usize) -> Vec<f32> {
+        let mut out = Vec::with_capacity(n + 1);
+        while out.len() < n {
+            let (u, v) = (self.uniform(), self.uniform());
+            let r = (-2.0 * u.ln()).sqrt();
+            let t = std::f64::consts::TAU * v;
+            out.push((r * t.cos()) as f32);
+            out.push((r * t.sin()) as f32);
+        }
+        out.truncate(n);
+        out
+    }
+}

@@ -1,0 +1,126 @@
+//! The workloads must learn (docs/workloads.md): short training runs at small shapes, named as
+//! such, on whatever device the default build picks (lavapipe in CI). All tests share Burn's
+//! process-global fusion state and device, so they hold `SERIAL` for their whole run.
+use blaze_ir::plan::Regime;
+use blaze_runtime::Model;
+use blaze_workloads::{ShapeOverride, cnn, find};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    // A failed test poisons the lock; the others should still run and report for themselves.
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// ln(128): the loss of a uniform guess over the vocabulary.
+const UNIFORM: f32 = 4.852;
+
+/// Trains `name` at `batch` × `seq` for `steps` steps; returns the losses.
+fn train(name: &str, batch: usize, seq: usize, steps: usize) -> Vec<f32> {
+    let factory = find(name, ShapeOverride { batch: Some(batch), seq: Some(seq) }).expect("workload exists");
+    let mut model = factory.build(Regime::Training).expect("builds");
+    let start = Instant::now();
+    let losses: Vec<f32> = (0..steps).map(|_| model.step(false).loss).collect();
+    let tail = mean_tail(&losses);
+    println!("{}: {steps} steps in {:.1?}; first {:.3}, mean of last 5 {tail:.3}", factory.name(), start.elapsed(), losses[0]);
+    losses
+}
+
+fn mean_tail(losses: &[f32]) -> f32 {
+    let tail = &losses[losses.len().saturating_sub(5)..];
+    tail.iter().sum::<f32>() / tail.len() as f32
+}
+
+/// The loss starts near ln(128) and falls well below it.
+fn assert_learns(losses: &[f32], below: f32) {
+    assert!(losses.iter().all(|l| l.is_finite()), "non-finite loss: {losses:?}");
+    assert!((losses[0] - UNIFORM).abs() < 0.5, "first loss {} is not near ln(128)", losses[0]);
+    let tail = mean_tail(losses);
+    assert!(tail < below, "mean of the last 5 losses {tail} is not below {below}: {losses:?}");
+}
+
+#[test]
+fn attention_d257_learns() {
+    let _serial = serial();
+    assert_learns(&train("attention-d257", 4, 64, 150), 3.3);
+}
+
+#[test]
+fn gpt_small_learns() {
+    let _serial = serial();
+    assert_learns(&train("gpt-small", 4, 64, 150), 3.3);
+}
+
+#[test]
+fn lstm_h256_learns() {
+    let _serial = serial();
+    assert_learns(&train("lstm-h256", 8, 32, 200), 3.3);
+}
+
+#[test]
+fn moe_e8k2_learns() {
+    let _serial = serial();
+    assert_learns(&train("moe-e8k2", 4, 64, 150), 3.3);
+}
+
+#[test]
+fn cnn_mnist_beats_chance() {
+    let _serial = serial();
+    let spec = cnn::CnnSpec::with_batch(64);
+    let mut run = spec.run(Regime::Training);
+    let before = cnn::held_out_accuracy(&run);
+    let start = Instant::now();
+    let losses: Vec<f32> = (0..60).map(|_| run.step(false).loss).collect();
+    let after = cnn::held_out_accuracy(&run);
+    println!("{}: 60 steps in {:.1?}; loss {:.3} -> {:.3}; held-out accuracy {before:.3} -> {after:.3}", spec.name, start.elapsed(), losses[0], mean_tail(&losses));
+    assert!(losses.iter().all(|l| l.is_finite()));
+    assert!(after > 0.5, "held-out accuracy {after} after 60 steps");
+}
+
+/// mlp and chain have no learning bar in the definition; their losses must fall all the same,
+/// and capture must not change what a step computes.
+#[test]
+fn regression_workloads_train_and_capture() {
+    let _serial = serial();
+    for name in ["mlp-w1025-b64", "chain-32-b64s256"] {
+        let factory = find(name, ShapeOverride::default()).expect("workload exists");
+        assert_eq!(factory.name(), name);
+        let (mut plain, mut captured) = (factory.build(Regime::Training).unwrap(), factory.build(Regime::Training).unwrap());
+        let losses: Vec<f32> = (0..20).map(|_| plain.step(false).loss).collect();
+        let outs: Vec<_> = (0..20).map(|_| captured.step(true)).collect();
+        let [rows, cols] = match name.starts_with("mlp") {
+            true => [64, 1025],
+            false => [64, 256],
+        };
+        assert!(outs.iter().all(|o| o.logits.len() == rows * cols && o.classes == cols));
+        assert_eq!(losses, outs.iter().map(|o| o.loss).collect::<Vec<_>>(), "capture changed {name}");
+        println!("{name}: loss {:.5} -> {:.5}", losses[0], losses[19]);
+        assert!(losses[19] < losses[0], "{name} did not learn: {losses:?}");
+        let mut forward = factory.build(Regime::Forward).unwrap();
+        assert!((forward.step(false).loss - losses[0]).abs() < 1e-4 * losses[0].abs().max(1.0));
+    }
+}
+
+#[test]
+fn registry_order_and_names() {
+    let names: Vec<String> = blaze_workloads::list().into_iter().map(|(n, _)| n).collect();
+    let expected = ["attention-d256", "attention-d257", "attention-d258", "mlp-w1024", "mlp-w1025", "lstm-h256", "cnn-mnist", "moe-e8k2", "gpt-small", "chain-32"];
+    assert_eq!(names, expected);
+    for name in expected {
+        assert_eq!(find(name, ShapeOverride::default()).unwrap().name(), name);
+    }
+    let shapes = ShapeOverride { batch: Some(8), seq: Some(32) };
+    let small: Vec<String> = expected.iter().map(|n| find(n, shapes).unwrap().name()).collect();
+    assert_eq!(small[1], "attention-d257-b8s32");
+    assert_eq!(small[4], "mlp-w1025-b8");
+    assert_eq!(small[5], "lstm-h256-b8s32");
+    assert_eq!(small[6], "cnn-mnist-b8");
+    assert_eq!(small[9], "chain-32-b8s32");
+    // A recorded override resolves to the same workload.
+    for name in &small {
+        assert_eq!(&find(name, ShapeOverride::default()).unwrap().name(), name);
+    }
+    assert!(find("mlp-w1000", ShapeOverride::default()).is_none());
+}
