@@ -62,6 +62,9 @@ enum Command {
     /// Run a model for some steps, optionally under a plan file; print losses, the executed
     /// partition of the last step and step times.
     Run(run::RunArgs),
+    /// Measure candidate plans on the device and emit the winner as a plan file with a report.
+    #[command(after_help = "Examples:\n  blazec tune attention-d257 --device vulkan -o plans/attention-d257.ron\n  blazec tune attention-d257 --device lavapipe --batch 2 --seq 32 --budget 8 -o /tmp/plan.ron\n  blazec tune attention-d257 --device vulkan --aa-rounds 100 -o /tmp/aa/plan.ron")]
+    Tune(crate::tune_cli::TuneArgs),
     /// Burn's plan against a plan file with hand-chosen cuts, on attention-d257 training.
     Demo(demo::DemoArgs),
     /// Write a plan file by hand from a trace: the cuts you name (or every k-th live cut point).
@@ -78,6 +81,24 @@ enum Command {
         every_live: Option<usize>,
         #[arg(short, long)]
         output: PathBuf,
+    },
+    /// Enumerate candidate plans of a trace, collapse duplicates with the e-graph, confirm the
+    /// survivors on the device, and report the counts (and false merges).
+    #[command(after_help = "Example:\n  blazec space --trace t.ron --budget 33 --check-egraph -o space.ron")]
+    Space {
+        /// A trace written by `blazec trace` (its model is rebuilt to confirm candidates).
+        #[arg(long)]
+        trace: PathBuf,
+        /// Candidates to request when there are more than 10 live cut points.
+        #[arg(long, default_value_t = 33)]
+        budget: usize,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Confirm every request, not only the e-graph's representatives (counts false merges).
+        #[arg(long)]
+        check_egraph: bool,
+        #[arg(short, long)]
+        output: Option<PathBuf>,
     },
     /// List the built-in workloads with their parameter counts.
     List,
@@ -123,8 +144,7 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Plan { trace, cuts, every_live, output } => {
-            let text = std::fs::read_to_string(&trace).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", trace.display()))?;
-            let trace = blaze_ir::Trace::from_ron(&text).map_err(anyhow::Error::msg)?;
+            let trace = read_trace(&trace)?;
             let cuts = match every_live {
                 Some(k) => trace.live_cut_points().into_iter().step_by(k.max(1)).collect(),
                 None => cuts,
@@ -135,7 +155,19 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             println!("plan with {} cut(s) of {} cut points written to {}", plan.cuts.len(), plan.cut_points.len(), output.display());
             Ok(())
         }
+        Command::Space { trace, budget, seed, check_egraph, output } => {
+            let trace = read_trace(&trace)?;
+            let factory = factory_of_trace(resolve, &trace)?;
+            let report = crate::space::explore_space(factory.as_ref(), &trace, budget, seed, check_egraph)?;
+            println!("{}", crate::space::summary(&report));
+            if let Some(out) = output {
+                crate::run::write_atomic(&out, &crate::run::to_ron(&report))?;
+            }
+            anyhow::ensure!(report.false_merges.is_empty(), "the e-graph merged requests that executed differently: {:?}", report.false_merges);
+            Ok(())
+        }
         Command::Run(args) => run::run(resolve, &args),
+        Command::Tune(args) => crate::tune_cli::run_tune(resolve, &args),
         Command::Demo(args) => demo::demo(resolve, &args),
         Command::List => {
             for name in resolve.names() {
@@ -147,4 +179,26 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+pub fn read_trace(path: &std::path::Path) -> anyhow::Result<blaze_ir::Trace> {
+    let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+    blaze_ir::Trace::from_ron(&text).map_err(anyhow::Error::msg)
+}
+
+/// The factory that rebuilds the model a trace was made from (its name records test shapes).
+pub fn factory_of_trace(resolve: &Resolver, trace: &blaze_ir::Trace) -> anyhow::Result<Box<dyn ModelFactory>> {
+    let (batch, seq) = shape_override(&trace.model);
+    let base = trace.model.split("-b").next().unwrap_or(&trace.model);
+    resolve
+        .find(base, batch, seq)
+        .filter(|f| f.name() == trace.model)
+        .ok_or_else(|| anyhow::anyhow!("the trace's model `{}` is not known to this binary", trace.model))
+}
+
+/// `attention-d257-b2s32` -> (Some(2), Some(32)).
+fn shape_override(name: &str) -> (Option<usize>, Option<usize>) {
+    let Some((_, tail)) = name.rsplit_once("-b") else { return (None, None) };
+    let (b, s) = tail.split_once('s').unwrap_or((tail, ""));
+    (b.parse().ok(), s.parse().ok())
 }

@@ -9,8 +9,12 @@
 pub mod candidate;
 pub mod canon;
 pub mod cli;
+pub mod confirm;
 pub mod enumerate;
 pub mod demo;
 pub mod run;
 pub mod session;
+pub mod space;
 pub mod tracing;
+pub mod tune;
+pub mod tune_cli;

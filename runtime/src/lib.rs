@@ -10,6 +10,7 @@
 //!
 //! Invariant: nothing here runs tensor operations or touches a device; it only configures the
 //! fuser and listens to it.
+pub mod fault;
 mod load;
 pub mod model;
 mod policy;

@@ -55,7 +55,10 @@ impl<M: CharLm> CharLmRun<M> {
 
     fn forward_loss(&mut self, model: &M) -> (Tensor<3>, Tensor<1>) {
         let (x, y) = self.batcher.next(&self.device);
-        let logits = model.logits(x);
+        let mut logits = model.logits(x);
+        if blaze_runtime::fault::injected() {
+            logits = logits.mul_scalar(1.01);
+        }
         let [b, s, v] = logits.dims();
         let loss = self.loss.forward(logits.clone().reshape([b * s, v]), y);
         (logits, loss)

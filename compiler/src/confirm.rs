@@ -1,0 +1,88 @@
+//! Confirm: run each candidate once after warm-up, record what executed, and collapse the
+//! candidates that executed identically. Also checks the e-graph: two requests it called equal
+//! that executed differently are a false merge (a bug in a rule).
+use crate::candidate::Candidate;
+use crate::canon::Canonical;
+use crate::session::{record_step, warm_up};
+use blaze_ir::ExecutedPartition;
+use blaze_runtime::{Model, activate, activate_burn_default};
+use std::collections::BTreeMap;
+
+/// Steps run under a newly installed plan before its partition is recorded: the first switches
+/// plan stores and explores; the second explores what step-specific differences left over.
+pub const CONFIRM_WARMUP: u32 = 2;
+
+/// Installs `candidate`'s cuts (Burn's own store for candidate 0); effective from the next sync.
+pub fn install(candidate: &Candidate) {
+    if candidate.is_burn() {
+        activate_burn_default();
+    } else {
+        activate(&candidate.cuts);
+    }
+}
+
+/// Executed partition of every candidate, in order, on one model instance.
+pub fn executed_partitions(model: &mut dyn Model, candidates: &[&Candidate], mut progress: impl FnMut(usize, usize)) -> Vec<ExecutedPartition> {
+    let mut out = Vec::with_capacity(candidates.len());
+    for (i, candidate) in candidates.iter().enumerate() {
+        progress(i, candidates.len());
+        install(candidate);
+        warm_up(model, CONFIRM_WARMUP);
+        out.push(record_step(model, false).0.partition);
+    }
+    activate_burn_default();
+    out
+}
+
+/// Candidates grouped by executed fingerprint, groups in first-seen order.
+pub fn group_by_fingerprint(ids: &[usize], partitions: &[ExecutedPartition]) -> Vec<Vec<usize>> {
+    let mut index: BTreeMap<String, usize> = BTreeMap::new();
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (id, p) in ids.iter().zip(partitions) {
+        let fp = p.fingerprint();
+        match index.get(&fp) {
+            Some(&g) => groups[g].push(*id),
+            None => {
+                index.insert(fp, groups.len());
+                groups.push(vec![*id]);
+            }
+        }
+    }
+    groups
+}
+
+/// Members of e-graph groups that executed differently from their representative.
+pub fn false_merges(canon: &Canonical, fingerprint_of: &BTreeMap<usize, String>) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    for group in &canon.groups {
+        let Some(rep) = fingerprint_of.get(&group[0]) else { continue };
+        for member in &group[1..] {
+            if fingerprint_of.get(member).is_some_and(|fp| fp != rep) {
+                out.push((group[0], *member));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(blocks: &[&[u32]]) -> ExecutedPartition {
+        ExecutedPartition { blocks: blocks.iter().map(|b| b.to_vec()).collect() }
+    }
+
+    #[test]
+    fn groups_by_what_executed() {
+        let parts = [part(&[&[0, 1]]), part(&[&[0], &[1]]), part(&[&[1, 0]])];
+        assert_eq!(group_by_fingerprint(&[0, 1, 2], &parts), vec![vec![0, 2], vec![1]]);
+    }
+
+    #[test]
+    fn a_merged_pair_that_executed_differently_is_a_false_merge() {
+        let canon = Canonical { groups: vec![vec![0, 3], vec![1, 2]], stop_reason: "Saturated".into(), iterations: 1, egraph_nodes: 1 };
+        let fps: BTreeMap<usize, String> = [(0, "a"), (3, "a"), (1, "b"), (2, "c")].into_iter().map(|(k, v)| (k, v.to_string())).collect();
+        assert_eq!(false_merges(&canon, &fps), vec![(1, 2)]);
+    }
+}

@@ -1,0 +1,128 @@
+//! Verify: run the caller's probe under the winner and under Burn's plan, from fresh seeded
+//! instances, and compare what came back (the seed's four outcomes).
+use crate::candidate::Candidate;
+use crate::confirm::install;
+use crate::session::record_step;
+use blaze_ir::plan::Regime;
+use blaze_runtime::{ModelFactory, activate_burn_default};
+use serde::{Deserialize, Serialize};
+
+/// Tolerance for "equal within f32 rounding" (see the foundation tests for the reasoning):
+/// relative to the largest magnitude; every argmax must still be identical.
+pub const REL_TOL: f32 = 1e-5;
+/// Steps of the probe (the last one's logits are compared, every step's loss).
+pub const PROBE_STEPS: u32 = 3;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum VerifyOutcome {
+    /// Burn's plan won: nothing to compare.
+    NothingToCheck,
+    /// Something to check, but the check cannot settle it.
+    NotSettled(String),
+    /// Executed differently, computed the same: identical, or within rounding.
+    Verified { identical: bool, max_rel_diff: f32 },
+    /// Different or broken numbers: the plan is not kept.
+    Refused(String),
+}
+
+impl VerifyOutcome {
+    pub fn keeps(&self) -> bool {
+        matches!(self, VerifyOutcome::Verified { .. } | VerifyOutcome::NotSettled(_))
+    }
+}
+
+struct Probe {
+    losses: Vec<f32>,
+    logits: Vec<f32>,
+    classes: usize,
+    fingerprint: String,
+}
+
+fn probe(factory: &dyn ModelFactory, regime: Regime, candidate: &Candidate, fault: bool) -> Result<Probe, String> {
+    install(candidate);
+    blaze_runtime::fault::inject(fault);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut model = factory.build(regime)?;
+        let mut losses = Vec::new();
+        for _ in 1..PROBE_STEPS {
+            model.sync();
+            losses.push(model.step(false).loss);
+        }
+        let (step, out) = record_step(model.as_mut(), true);
+        losses.push(out.loss);
+        Ok(Probe { losses, logits: out.logits, classes: out.classes, fingerprint: step.partition.fingerprint() })
+    }));
+    blaze_runtime::fault::inject(false);
+    activate_burn_default();
+    result.unwrap_or_else(|_| Err("the probe panicked".into()))
+}
+
+/// Compares the probe under `winner` (optionally with the test-only fault injected) with the
+/// probe under Burn's plan.
+pub fn verify(factory: &dyn ModelFactory, regime: Regime, winner: &Candidate, inject_fault: bool) -> VerifyOutcome {
+    if winner.is_burn() {
+        return VerifyOutcome::NothingToCheck;
+    }
+    let (ours, burn) = match (probe(factory, regime, winner, inject_fault), probe(factory, regime, &Candidate::new(0, vec![]), false)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => return VerifyOutcome::Refused(format!("broken: {e}")),
+    };
+    compare(&ours, &burn)
+}
+
+fn compare(ours: &Probe, burn: &Probe) -> VerifyOutcome {
+    if ours.fingerprint == burn.fingerprint {
+        return VerifyOutcome::NotSettled("both plans executed identically".into());
+    }
+    let all = |p: &Probe| p.losses.iter().chain(&p.logits).copied().collect::<Vec<f32>>();
+    let (a, b) = (all(ours), all(burn));
+    if a.len() != b.len() || a.iter().any(|x| !x.is_finite()) {
+        return VerifyOutcome::Refused("broken: outputs missing or not finite".into());
+    }
+    if a == b {
+        return VerifyOutcome::Verified { identical: true, max_rel_diff: 0.0 };
+    }
+    let rel = max_rel_diff(&ours.losses, &burn.losses).max(max_rel_diff(&ours.logits, &burn.logits));
+    let flips = argmax(&ours.logits, ours.classes).iter().zip(argmax(&burn.logits, burn.classes)).filter(|(x, y)| **x != *y).count();
+    if rel > REL_TOL {
+        VerifyOutcome::Refused(format!("different: relative difference {rel:.2e} exceeds {REL_TOL:.0e}"))
+    } else if flips > 0 {
+        VerifyOutcome::Refused(format!("different: argmax differs in {flips} prediction(s)"))
+    } else {
+        VerifyOutcome::Verified { identical: false, max_rel_diff: rel }
+    }
+}
+
+pub fn max_rel_diff(a: &[f32], b: &[f32]) -> f32 {
+    let scale = a.iter().fold(0f32, |m, x| m.max(x.abs())).max(1e-6);
+    a.iter().zip(b).map(|(x, y)| (x - y).abs() / scale).fold(0f32, f32::max)
+}
+
+fn argmax(logits: &[f32], classes: usize) -> Vec<usize> {
+    logits.chunks(classes.max(1)).map(|r| r.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map_or(0, |(i, _)| i)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(losses: &[f32], logits: &[f32], fp: &str) -> Probe {
+        Probe { losses: losses.to_vec(), logits: logits.to_vec(), classes: 2, fingerprint: fp.into() }
+    }
+
+    #[test]
+    fn four_outcomes() {
+        let burn = p(&[1.0], &[0.1, 0.9, 0.8, 0.2], "a");
+        assert!(matches!(compare(&p(&[1.0], &[0.1, 0.9, 0.8, 0.2], "a"), &burn), VerifyOutcome::NotSettled(_)));
+        assert_eq!(compare(&p(&[1.0], &[0.1, 0.9, 0.8, 0.2], "b"), &burn), VerifyOutcome::Verified { identical: true, max_rel_diff: 0.0 });
+        assert!(matches!(compare(&p(&[1.0], &[0.1, 0.9, 0.8, 0.2000001], "b"), &burn), VerifyOutcome::Verified { identical: false, .. }));
+        assert!(matches!(compare(&p(&[1.01], &[0.1, 0.9, 0.8, 0.2], "b"), &burn), VerifyOutcome::Refused(r) if r.starts_with("different")));
+        assert!(matches!(compare(&p(&[f32::NAN], &[0.1, 0.9, 0.8, 0.2], "b"), &burn), VerifyOutcome::Refused(r) if r.starts_with("broken")));
+    }
+
+    #[test]
+    fn a_flipped_prediction_is_refused_even_within_tolerance() {
+        let burn = p(&[1.0], &[0.5, 0.5000001], "a");
+        assert!(matches!(compare(&p(&[1.0], &[0.5000001, 0.5], "b"), &burn), VerifyOutcome::Refused(r) if r.contains("argmax")));
+    }
+}

@@ -1,0 +1,131 @@
+//! `blazec tune` front end: device check, fusion-off arm, A/A mode, atomic outputs.
+use crate::cli::{ModelArgs, Resolver, resolve_model};
+use crate::run::{RunReport, to_ron, write_atomic};
+use crate::tune::{TuneOptions, report, stats::{self, Summary}, tune};
+use anyhow::{Context, bail};
+use clap::Args;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+#[derive(Args, Clone)]
+pub struct TuneArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Device to tune on: vulkan, metal, wgpu (any adapter) or lavapipe (Mesa's CPU Vulkan).
+    #[arg(long, default_value = "wgpu")]
+    pub device: String,
+    /// Where to write the plan (RON); report.md, report.svg and the raw results go beside it.
+    #[arg(short, long, default_value = "plan.ron")]
+    pub output: PathBuf,
+    /// Candidates requested when there are more than 10 live cut points.
+    #[arg(long, default_value_t = 16)]
+    pub budget: usize,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Interleaved rounds (one timed step per candidate per round).
+    #[arg(long, default_value_t = 15)]
+    pub rounds: u32,
+    /// Warm-up steps before the trace.
+    #[arg(long, default_value_t = 3)]
+    pub warmup: u32,
+    /// Skip the fusion-off arm (a separate process with BURN_FUSION_MAX_EXPLORATIONS=0).
+    #[arg(long)]
+    pub no_fusion_off: bool,
+    /// A/A mode: time Burn's plan against itself for this many rounds and report the
+    /// false-win rate of the selection rule (no plan is written).
+    #[arg(long)]
+    pub aa_rounds: Option<u32>,
+    /// Test only: make candidate N compute something different during verification.
+    #[arg(long, hide = true)]
+    pub inject_fault: Option<usize>,
+}
+
+pub fn check_device(requested: &str) -> anyhow::Result<()> {
+    let info = blaze_workloads::device::device_info();
+    match requested {
+        "metal" if !cfg!(target_os = "macos") => bail!("--device metal: Metal is not available on this machine ({}); use --device vulkan or lavapipe", std::env::consts::OS),
+        "metal" => bail!("--device metal: this blazec was built without Metal support (build with the `metal` feature)"),
+        "vulkan" if info.backend != "vulkan" => bail!("--device vulkan: no Vulkan adapter found (wgpu offers `{}` on {})", info.adapter, info.backend),
+        "lavapipe" if !info.adapter.contains("llvmpipe") => bail!("--device lavapipe: the adapter is `{}`, not lavapipe (install mesa-vulkan-drivers)", info.adapter),
+        "vulkan" | "lavapipe" | "wgpu" => Ok(()),
+        other => bail!("--device {other}: unknown device (expected vulkan, metal, wgpu or lavapipe)"),
+    }
+}
+
+pub fn run_tune(resolve: &Resolver, args: &TuneArgs) -> anyhow::Result<()> {
+    check_device(&args.device)?;
+    let factory = resolve_model(resolve, &args.model)?;
+    let tty = std::io::stderr().is_terminal();
+    let mut progress = |stage: &str| {
+        if tty {
+            eprint!("\r\x1b[2K[blazec tune] {stage}");
+        }
+    };
+    let dir = args.output.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    if let Some(rounds) = args.aa_rounds {
+        return aa(factory.as_ref(), args, rounds, &dir);
+    }
+    progress("fusion off (separate process)");
+    let fusion_off = if args.no_fusion_off { None } else { Some(fusion_off_arm(&args.model, args.rounds.max(5))?) };
+    let stem = args.output.file_stem().map_or("plan".into(), |s| s.to_string_lossy().into_owned());
+    let results = dir.join(format!("{stem}.results.ron"));
+    let opts = TuneOptions {
+        regime: args.model.regime,
+        budget: args.budget,
+        seed: args.seed,
+        rounds: args.rounds,
+        warmup: args.warmup,
+        inject_fault: args.inject_fault,
+        fusion_off,
+        results_file: results.display().to_string(),
+    };
+    let result = tune(factory.as_ref(), &opts, &mut progress)?;
+    if tty {
+        eprintln!();
+    }
+    write_atomic(&results, &to_ron(&result))?;
+    write_atomic(&dir.join(format!("{stem}.report.md")), &report::markdown(&result))?;
+    write_atomic(&dir.join(format!("{stem}.report.svg")), &report::svg(&result))?;
+    write_atomic(&args.output, &result.plan.as_ref().expect("tune returns a plan").to_ron())?;
+    println!("{}", report::markdown(&result));
+    Ok(())
+}
+
+/// Times the model in a child process with fusion off (a per-process Burn setting).
+fn fusion_off_arm(model: &ModelArgs, steps: u32) -> anyhow::Result<Summary> {
+    let report = std::env::temp_dir().join(format!("blaze-fusion-off-{}.ron", std::process::id()));
+    let mut cmd = std::process::Command::new(std::env::current_exe()?);
+    cmd.args(["run", &model.model, "--regime", &model.regime.to_string(), "--warmup", "3", "--steps", &steps.to_string(), "--report"]).arg(&report);
+    if let Some(b) = model.batch {
+        cmd.args(["--batch", &b.to_string()]);
+    }
+    if let Some(s) = model.seq {
+        cmd.args(["--seq", &s.to_string()]);
+    }
+    let out = cmd.env("BURN_FUSION_MAX_EXPLORATIONS", "0").output()?;
+    anyhow::ensure!(out.status.success(), "fusion-off run failed: {}", String::from_utf8_lossy(&out.stderr));
+    let r: RunReport = ron::from_str(&std::fs::read_to_string(&report)?)?;
+    let _ = std::fs::remove_file(&report);
+    Ok(Summary::of(&r.step_ms))
+}
+
+/// A/A: Burn's plan against itself; how often would the rule declare a winner?
+fn aa(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, rounds: u32, dir: &Path) -> anyhow::Result<()> {
+    use crate::candidate::Candidate;
+    let (a, b) = (Candidate::new(0, vec![]), Candidate::new(1, vec![]));
+    let mut model = factory.build(args.model.regime).map_err(anyhow::Error::msg)?;
+    crate::session::warm_up(model.as_mut(), args.warmup);
+    let s = crate::tune::measure::interleaved(model.as_mut(), &[&a, &b], rounds, |_, _| {});
+    let (sa, sb) = (s.ms[&0].clone(), s.ms[&1].clone());
+    let trials = (rounds / 10).max(1) as usize;
+    let (wins, n) = stats::false_win_rate(&sa, &sb, trials);
+    let text = format!(
+        "A/A {} {}: {} rounds, {} trials of {} rounds; rule declared a winner in {wins} of {n} trials (false-win rate {:.0}%)\nA: {:?}\nB: {:?}\nprotocol: {}\ndevice: {:?}\ncommit: {}\ndate: {}\nsamples A: {:?}\nsamples B: {:?}\n",
+        args.model.model, args.model.regime, rounds, n, rounds as usize / n.max(1), 100.0 * wins as f64 / n.max(1) as f64,
+        Summary::of(&sa), Summary::of(&sb), stats::PROTOCOL, blaze_workloads::device::device_info(),
+        option_env!("BLAZE_COMMIT").unwrap_or("unknown"), crate::run::now_utc(), sa, sb);
+    write_atomic(&dir.join("aa.txt"), &text)?;
+    print!("{text}");
+    Ok(())
+}
