@@ -100,6 +100,20 @@ enum Command {
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
+    /// Time every workload and regime under Burn's default and with fusion off.
+    Bench(crate::bench::BenchArgs),
+    /// Run the verification gate directly: the probe under a plan against Burn's plan.
+    #[command(after_help = "Example:\n  blazec verify --trace t.ron --every-live 4")]
+    Verify {
+        #[arg(long)]
+        trace: PathBuf,
+        /// Cut every k-th live cut point.
+        #[arg(long, default_value_t = 4)]
+        every_live: usize,
+        /// Test only: make the plan compute something different (the gate must refuse it).
+        #[arg(long, hide = true)]
+        inject_fault: bool,
+    },
     /// List the built-in workloads with their parameter counts.
     List,
 }
@@ -164,6 +178,19 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
                 crate::run::write_atomic(&out, &crate::run::to_ron(&report))?;
             }
             anyhow::ensure!(report.false_merges.is_empty(), "the e-graph merged requests that executed differently: {:?}", report.false_merges);
+            Ok(())
+        }
+        Command::Bench(args) => {
+            let names = if args.models.is_empty() { resolve.names() } else { args.models.clone() };
+            crate::bench::bench(names, &args)
+        }
+        Command::Verify { trace, every_live, inject_fault } => {
+            let trace = read_trace(&trace)?;
+            let factory = factory_of_trace(resolve, &trace)?;
+            let cuts = trace.live_cut_points().into_iter().step_by(every_live.max(1)).collect();
+            let candidate = crate::candidate::Candidate::new(1, cuts);
+            let outcome = crate::tune::verify::verify(factory.as_ref(), trace.regime, &candidate, inject_fault);
+            println!("verify {} ({} cuts{}): {outcome:?}", trace.model, candidate.cuts.len(), if inject_fault { ", fault injected" } else { "" });
             Ok(())
         }
         Command::Run(args) => run::run(resolve, &args),

@@ -6,6 +6,7 @@
 //! (probe under the winner and Burn's plan) → `select` (beyond the noise band) → `report`.
 //! [`cli`] is the `blazec` front end; a user's own binary calls [`cli::main_with`] to get the
 //! same commands for its models.
+pub mod bench;
 pub mod candidate;
 pub mod canon;
 pub mod cli;

@@ -1,23 +1,12 @@
 //! attention-d{256,257,258} and gpt-small (docs/workloads.md): a character LM with token and
 //! learned position embeddings, pre-LN transformer blocks (Burn's TransformerEncoder, GELU MLP
 //! d -> 4d -> d), causal mask, final LayerNorm, linear d -> 128, cross-entropy.
-use crate::{device::device_info, text::VOCAB, trainer::{CharLm, CharLmRun}};
+pub use crate::attention_model::AttentionLm;
+use crate::{device::device_info, trainer::{CharLm, CharLmRun}};
 use blaze_ir::plan::Regime;
 use blaze_runtime::{Description, Model, ModelFactory};
 use burn::module::Module;
-use burn::nn::attention::generate_autoregressive_mask;
-use burn::nn::transformer::{TransformerEncoder, TransformerEncoderConfig, TransformerEncoderInput};
-use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::tensor::{Device, Int, Tensor};
-
-#[derive(Module, Debug)]
-pub struct AttentionLm {
-    token: Embedding,
-    position: Embedding,
-    blocks: TransformerEncoder,
-    norm: LayerNorm,
-    head: Linear,
-}
 
 /// Architecture and input shape of one attention workload.
 #[derive(Clone, Debug, PartialEq)]
@@ -47,28 +36,13 @@ impl AttentionSpec {
     }
 
     fn init(&self, device: &Device) -> AttentionLm {
-        let blocks = TransformerEncoderConfig::new(self.d, 4 * self.d, self.heads, self.layers)
-            .with_norm_first(true)
-            .with_dropout(self.dropout);
-        AttentionLm {
-            token: EmbeddingConfig::new(VOCAB, self.d).init(device),
-            position: EmbeddingConfig::new(self.seq, self.d).init(device),
-            blocks: blocks.init(device),
-            norm: LayerNormConfig::new(self.d).init(device),
-            head: LinearConfig::new(self.d, VOCAB).init(device),
-        }
+        AttentionLm::new(self.d, self.layers, self.heads, self.dropout, self.seq, device)
     }
 }
 
 impl CharLm for AttentionLm {
     fn logits(&self, tokens: Tensor<2, Int>) -> Tensor<3> {
-        let [batch, seq] = tokens.dims();
-        let device = tokens.device();
-        let positions = Tensor::<1, Int>::arange(0..seq as i64, &device).reshape([1, seq]).repeat_dim(0, batch);
-        let x = self.token.forward(tokens) + self.position.forward(positions);
-        let mask = generate_autoregressive_mask(batch, seq, &device);
-        let x = self.blocks.forward(TransformerEncoderInput::new(x).mask_attn(mask));
-        self.head.forward(self.norm.forward(x))
+        self.forward(tokens)
     }
 }
 

@@ -1,6 +1,7 @@
 //! blaze-workloads: the reference workloads of docs/workloads.md as Burn 0.22.1 models with
 //! real data, each usable by blazec through `blaze_runtime::ModelFactory`.
 pub mod attention;
+pub mod attention_model;
 pub mod chain;
 pub mod cnn;
 pub mod device;

@@ -42,6 +42,7 @@ impl<T: Task> TaskRun<T> {
     pub fn new(mut desc: Description, init: impl FnOnce(&Device) -> (T::Net, T)) -> Self {
         let device = regime_device(desc.regime);
         let (net, task) = init(&device);
+        let net = trainer::init_params(net);
         desc.num_params = net.num_params();
         Self { desc, device, net: Some(net), optim: trainer::adam(), task }
     }

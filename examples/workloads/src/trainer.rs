@@ -3,7 +3,7 @@
 use crate::{device, text::{CharBatcher, VOCAB}};
 use blaze_ir::plan::Regime;
 use blaze_runtime::{Description, Model, StepOutput};
-use burn::module::Module;
+use burn::module::{Module, ModuleVisitor, Param};
 use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
 use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Int, Tensor};
@@ -22,6 +22,20 @@ pub trait CharLm: Module + 'static {
 
 /// The seed every workload initialises and samples with.
 pub const SEED: u64 = 0;
+
+/// Initialises every parameter now. Burn's parameters are lazy (drawn on first use), so without
+/// this a second instance built before the first steps would draw different weights from the
+/// device RNG, and the first step would register the initialisation ops that later steps lack.
+pub fn init_params<M: Module>(model: M) -> M {
+    struct Touch;
+    impl ModuleVisitor for Touch {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            let _ = param.val();
+        }
+    }
+    model.visit(&mut Touch);
+    model
+}
 
 pub struct CharLmRun<M: CharLm> {
     desc: Description,
@@ -42,7 +56,7 @@ impl<M: CharLm> CharLmRun<M> {
             Regime::Forward => plain,
         };
         device.seed(SEED);
-        let model = init(&device);
+        let model = init_params(init(&device));
         let loss = CrossEntropyLossConfig::new().init(&device);
         Self { desc, device, model: Some(model), optim: adam(), batcher: CharBatcher::new(batch, seq, SEED), loss }
     }

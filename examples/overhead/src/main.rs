@@ -1,0 +1,51 @@
+//! Overhead benchmark: attention training steps under Burn's own plan, built once against the
+//! patched burn-fusion (no plan installed, the Blaze runtime never touched) and once against the
+//! published, unpatched burn-fusion. Same source, two manifests (patched/, stock/), each its own
+//! workspace so that nothing but the burn-fusion copy differs.
+//!
+//! Usage: blaze-overhead <d> <batch> <seq> <warmup> <steps>; prints one line per timed step.
+#[path = "../../workloads/src/attention_model.rs"]
+mod attention_model;
+
+use attention_model::{AttentionLm, VOCAB};
+use burn::nn::loss::CrossEntropyLossConfig;
+use burn::optim::{AdamConfig, GradientsParams};
+use burn::tensor::{Device, DeviceKind, Int, Tensor, TensorData};
+use std::time::Instant;
+
+static TEXT: &[u8] = include_bytes!("../../workloads/data/GPL-3.txt");
+
+fn device() -> Device {
+    #[cfg(feature = "vulkan")]
+    return Device::vulkan(DeviceKind::DefaultDevice);
+    #[cfg(not(feature = "vulkan"))]
+    return Device::wgpu(DeviceKind::DefaultDevice);
+}
+
+fn main() {
+    let args: Vec<usize> = std::env::args().skip(1).map(|a| a.parse().expect("numbers: d batch seq warmup steps")).collect();
+    let [d, batch, seq, warmup, steps] = args[..] else { panic!("usage: blaze-overhead <d> <batch> <seq> <warmup> <steps>") };
+    let device = device().autodiff();
+    device.seed(0);
+    let mut model = AttentionLm::new(d, 2, 1, 0.0, seq, &device);
+    let mut optim = AdamConfig::new().with_beta_1(0.9).with_beta_2(0.999).with_epsilon(1e-8).init();
+    let loss_fn = CrossEntropyLossConfig::new().init(&device);
+    for step in 0..warmup + steps {
+        let at = (step * 7919) % (TEXT.len() - batch * seq - 1);
+        let xs: Vec<i64> = TEXT[at..at + batch * seq].iter().map(|b| (b & 0x7f) as i64).collect();
+        let ys: Vec<i64> = TEXT[at + 1..at + batch * seq + 1].iter().map(|b| (b & 0x7f) as i64).collect();
+        let _ = device.sync();
+        let start = Instant::now();
+        let x = Tensor::<2, Int>::from_data(TensorData::new(xs, [batch, seq]), &device);
+        let y = Tensor::<1, Int>::from_data(TensorData::new(ys, [batch * seq]), &device);
+        let logits = model.forward(x).reshape([batch * seq, VOCAB]);
+        let loss = loss_fn.forward(logits, y);
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        model = optim.step(3e-4, model, grads);
+        let value = loss.into_data().try_to_vec::<f32>().unwrap()[0];
+        let ms = start.elapsed().as_secs_f64() * 1e3;
+        if step >= warmup {
+            println!("step {step} ms {ms:.4} loss {value:.6}");
+        }
+    }
+}
