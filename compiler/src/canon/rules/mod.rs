@@ -37,6 +37,18 @@ pub(crate) fn num(egraph: &EGraph<PlanLang, ()>, id: Id) -> Option<u64> {
     })
 }
 
+/// The children of every `plan` node in e-class `eclass`.
+pub(crate) fn plan_children(egraph: &EGraph<PlanLang, ()>, eclass: Id) -> Vec<Vec<Id>> {
+    egraph[eclass]
+        .nodes
+        .iter()
+        .filter_map(|n| match n {
+            PlanLang::Plan(children) => Some(children.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Searcher matching every e-class that holds a `plan` node.
 pub(crate) struct PlanNodes;
 

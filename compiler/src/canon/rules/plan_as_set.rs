@@ -1,6 +1,6 @@
 //! `plan-as-set`: a plan is the set of its atoms. Order and duplicates do not matter, `none`
 //! contributes nothing, and the splits a cut causes count one by one.
-use super::{PlanNodes, Rule};
+use super::{PlanNodes, Rule, plan_children};
 use crate::canon::PlanLang;
 use egg::{Applier, EGraph, Id, PatternAst, Rewrite, Subst, Symbol};
 
@@ -8,14 +8,7 @@ struct Normalise;
 
 impl Applier<PlanLang, ()> for Normalise {
     fn apply_one(&self, eg: &mut EGraph<PlanLang, ()>, eclass: Id, _: &Subst, _: Option<&PatternAst<PlanLang>>, _: Symbol) -> Vec<Id> {
-        let plans: Vec<Vec<Id>> = eg[eclass]
-            .nodes
-            .iter()
-            .filter_map(|n| match n {
-                PlanLang::Plan(children) => Some(children.clone()),
-                _ => None,
-            })
-            .collect();
+        let plans = plan_children(eg, eclass);
         let mut changed = vec![];
         for children in plans {
             let node = PlanLang::Plan(normal_children(eg, &children));

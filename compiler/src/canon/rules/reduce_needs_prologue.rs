@@ -3,7 +3,7 @@
 //! of a split block that starts with a reduction runs it alone: splitting right after it as
 //! well changes nothing. `(plan … (split B I) …)`, member I of B a reduction, is the same plan
 //! with `(split B I+1)` added.
-use super::{PlanNodes, Rule, num};
+use super::{PlanNodes, Rule, num, plan_children};
 use crate::canon::{Facts, PlanLang};
 use egg::{Applier, EGraph, Id, PatternAst, Rewrite, Subst, Symbol};
 use std::sync::Arc;
@@ -14,14 +14,7 @@ struct SplitAfterHeadReduction {
 
 impl Applier<PlanLang, ()> for SplitAfterHeadReduction {
     fn apply_one(&self, eg: &mut EGraph<PlanLang, ()>, eclass: Id, _: &Subst, _: Option<&PatternAst<PlanLang>>, _: Symbol) -> Vec<Id> {
-        let plans: Vec<Vec<Id>> = eg[eclass]
-            .nodes
-            .iter()
-            .filter_map(|n| match n {
-                PlanLang::Plan(children) => Some(children.clone()),
-                _ => None,
-            })
-            .collect();
+        let plans = plan_children(eg, eclass);
         let mut changed = vec![];
         for children in plans {
             let extra = self.extra_splits(eg, &children);
