@@ -97,6 +97,9 @@ enum Command {
         /// Confirm every request, not only the e-graph's representatives (counts false merges).
         #[arg(long)]
         check_egraph: bool,
+        /// Enumerate and canonicalise only (no device): print the e-graph's groups.
+        #[arg(long, conflicts_with = "check_egraph")]
+        dry_run: bool,
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
@@ -169,8 +172,16 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             println!("plan with {} cut(s) of {} cut points written to {}", plan.cuts.len(), plan.cut_points.len(), output.display());
             Ok(())
         }
-        Command::Space { trace, budget, seed, check_egraph, output } => {
+        Command::Space { trace, budget, seed, check_egraph, dry_run, output } => {
             let trace = read_trace(&trace)?;
+            if dry_run {
+                let (cands, canon) = crate::space::candidates(&trace, budget, seed);
+                println!("requested {} / collapsed by e-graph {} ({}, {} iterations, {} e-nodes)", cands.len(), canon.collapsed(), canon.stop_reason, canon.iterations, canon.egraph_nodes);
+                for group in &canon.groups {
+                    println!("  {}", group.iter().map(|i| cands[*i].to_text()).collect::<Vec<_>>().join("  ==  "));
+                }
+                return Ok(());
+            }
             let factory = factory_of_trace(resolve, &trace)?;
             let report = crate::space::explore_space(factory.as_ref(), &trace, budget, seed, check_egraph)?;
             println!("{}", crate::space::summary(&report));

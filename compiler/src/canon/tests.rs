@@ -38,3 +38,11 @@ fn runner_records_why_it_stopped_and_is_deterministic() {
     assert_eq!(a.groups, vec![vec![0, 6], vec![1], vec![2, 3], vec![4, 5]]);
     assert_eq!(a, canonicalise(&cands, facts()));
 }
+
+#[test]
+fn reduce_rule_saturates() {
+    let cands = vec![cand(&[14]), Candidate { id: 1, cuts: vec![BoundaryId(14), BoundaryId(15)] }];
+    let c = canonicalise(&cands, facts());
+    assert_eq!(c.stop_reason, "Saturated");
+    assert_eq!(c.groups.len(), 1);
+}

@@ -21,11 +21,19 @@ impl Applier<PlanLang, ()> for SplitAfterHeadReduction {
             if extra.is_empty() {
                 continue;
             }
+            let present: Vec<Id> = children.iter().map(|c| eg.find(*c)).collect();
             let mut all = children.clone();
             for (b, i) in extra {
                 let b = eg.add(PlanLang::Num(b as u64));
                 let i = eg.add(PlanLang::Num(i as u64));
-                all.push(eg.add(PlanLang::Split([b, i])));
+                let atom = eg.add(PlanLang::Split([b, i]));
+                // Only what is not there yet: re-adding would grow the plan forever.
+                if !present.contains(&eg.find(atom)) && !all.contains(&atom) {
+                    all.push(atom);
+                }
+            }
+            if all.len() == children.len() {
+                continue;
             }
             let id = eg.add(PlanLang::Plan(all));
             if eg.union(eclass, id) {
