@@ -91,12 +91,13 @@ fn check_stable(a: &RecordedStep, b: &RecordedStep) -> Result<(), TraceError> {
 /// One-line summary: ops, blocks, boundaries.
 pub fn summary(trace: &Trace) -> String {
     format!(
-        "{} {}: {} ops, {} blocks ({} fused), {} cut points ({} live)",
+        "{} {}: {} ops, {} blocks ({} fused, {} merged neighbour pairs), {} cut points ({} live)",
         trace.model,
         trace.regime,
         trace.ops.len(),
         trace.partition.blocks.len(),
         trace.partition.fused_blocks().count(),
+        trace.partition.merged_boundaries().len(),
         trace.boundaries.len(),
         trace.live_cut_points().len()
     )
