@@ -11,22 +11,26 @@ for b in blazec blaze-overhead-patched blaze-overhead-stock; do
   [ -f .gpu/$b.xz ] && xz -dc .gpu/$b.xz > /tmp/$b && chmod +x /tmp/$b
 done
 R=/tmp/res; mkdir -p $R; cd /tmp
+# Pack after every stage: a command killed at its time limit still returns what it finished.
+pack() { tar czf $OUT/results.tgz -C $R . ; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv > $R/gpu.txt 2>&1
 date -u +%FT%TZ > $R/date.txt
 case "${1:-demo}" in
   demo)
-    /tmp/blazec demo --steps 20 --out $R/demo > $R/demo.txt 2>&1
+    /tmp/blazec demo --steps 20 --out $R/demo > $R/demo.txt 2>&1; pack
     for rep in 1 2 3; do for v in stock patched; do
-      /tmp/blaze-overhead-$v 257 16 256 10 60 > $R/overhead-$v-$rep.txt 2>&1
+      /tmp/blaze-overhead-$v 257 16 256 10 60 > $R/overhead-$v-$rep.txt 2>&1; pack
     done; done ;;
   tune)
     for m in attention-d257 attention-d258; do for g in training forward; do
-      /usr/bin/time -f "%e s wall" -o $R/$m.$g.time /tmp/blazec tune $m --regime $g --device vulkan --budget ${BUDGET:-16} --rounds ${ROUNDS:-15} -o $R/plans/$m.$g.ron > $R/$m.$g.tune.txt 2>&1
+      s=$(date +%s%N)
+      timeout 170 /tmp/blazec tune $m --regime $g --device vulkan --budget ${BUDGET:-16} --rounds ${ROUNDS:-15} -o $R/plans/$m.$g.ron > $R/$m.$g.tune.txt 2>&1
+      rc=$?; echo "exit $rc wall_ms $(( ($(date +%s%N) - s) / 1000000 ))" > $R/$m.$g.time; pack
     done; done
     /tmp/blazec trace attention-d257 -o $R/attention-d257.training.trace.ron > $R/trace.txt 2>&1
     /tmp/blazec verify --trace $R/attention-d257.training.trace.ron --every-live 4 --inject-fault > $R/fault.txt 2>&1
     /tmp/blazec verify --trace $R/attention-d257.training.trace.ron --every-live 4 >> $R/fault.txt 2>&1
-    /tmp/blazec tune attention-d257 --device vulkan --aa-rounds ${AA_ROUNDS:-100} -o $R/aa/plan.ron > $R/aa.txt 2>&1 ;;
+    pack; /tmp/blazec tune attention-d257 --device vulkan --aa-rounds ${AA_ROUNDS:-100} -o $R/aa/plan.ron > $R/aa.txt 2>&1 ;;
   bench)
     /tmp/blazec bench --steps 10 -o $R/bench.results.ron > $R/bench.txt 2>&1 ;;
 esac
