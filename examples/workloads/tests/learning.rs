@@ -44,25 +44,25 @@ fn assert_learns(losses: &[f32], below: f32) {
 #[test]
 fn attention_d257_learns() {
     let _serial = serial();
-    assert_learns(&train("attention-d257", 4, 64, 150), 3.3);
+    assert_learns(&train("attention-d257", 4, 64, 60), 3.5);
 }
 
 #[test]
 fn gpt_small_learns() {
     let _serial = serial();
-    assert_learns(&train("gpt-small", 4, 64, 150), 3.3);
+    assert_learns(&train("gpt-small", 4, 64, 60), 3.5);
 }
 
 #[test]
 fn lstm_h256_learns() {
     let _serial = serial();
-    assert_learns(&train("lstm-h256", 8, 32, 200), 3.3);
+    assert_learns(&train("lstm-h256", 8, 16, 100), 3.5);
 }
 
 #[test]
 fn moe_e8k2_learns() {
     let _serial = serial();
-    assert_learns(&train("moe-e8k2", 4, 64, 150), 3.3);
+    assert_learns(&train("moe-e8k2", 4, 64, 60), 3.5);
 }
 
 #[test]
@@ -84,20 +84,21 @@ fn cnn_mnist_beats_chance() {
 #[test]
 fn regression_workloads_train_and_capture() {
     let _serial = serial();
+    const STEPS: usize = 3;
     for name in ["mlp-w1025-b64", "chain-32-b64s256"] {
         let factory = find(name, ShapeOverride::default()).expect("workload exists");
         assert_eq!(factory.name(), name);
         let (mut plain, mut captured) = (factory.build(Regime::Training).unwrap(), factory.build(Regime::Training).unwrap());
-        let losses: Vec<f32> = (0..20).map(|_| plain.step(false).loss).collect();
-        let outs: Vec<_> = (0..20).map(|_| captured.step(true)).collect();
+        let losses: Vec<f32> = (0..STEPS).map(|_| plain.step(false).loss).collect();
+        let outs: Vec<_> = (0..STEPS).map(|_| captured.step(true)).collect();
         let [rows, cols] = match name.starts_with("mlp") {
             true => [64, 1025],
             false => [64, 256],
         };
         assert!(outs.iter().all(|o| o.logits.len() == rows * cols && o.classes == cols));
         assert_eq!(losses, outs.iter().map(|o| o.loss).collect::<Vec<_>>(), "capture changed {name}");
-        println!("{name}: loss {:.5} -> {:.5}", losses[0], losses[19]);
-        assert!(losses[19] < losses[0], "{name} did not learn: {losses:?}");
+        println!("{name}: loss {:?}", losses);
+        assert!(losses[STEPS - 1] < losses[0], "{name} did not learn: {losses:?}");
         let mut forward = factory.build(Regime::Forward).unwrap();
         assert!((forward.step(false).loss - losses[0]).abs() < 1e-4 * losses[0].abs().max(1.0));
     }
