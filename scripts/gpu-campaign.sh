@@ -22,9 +22,9 @@ case "${1:-demo}" in
       /tmp/blaze-overhead-$v 257 16 256 10 60 > $R/overhead-$v-$rep.txt 2>&1; pack
     done; done ;;
   tune)
-    for m in ${MODELS:-attention-d257}; do for g in training forward; do
+    for m in ${MODELS:-attention-d257}; do for g in ${REGIMES:-training forward}; do
       s=$(date +%s%N)
-      timeout ${TUNE_TIMEOUT:-200} /tmp/blazec tune $m --regime $g --device vulkan --budget ${BUDGET:-16} --rounds ${ROUNDS:-15} -o $R/plans/$m.$g.ron > $R/$m.$g.tune.txt 2>&1
+      timeout ${TUNE_TIMEOUT:-200} /tmp/blazec tune $m --regime $g --device vulkan --budget ${BUDGET:-16} --rounds ${ROUNDS:-15} -v -o $R/plans/$m.$g.ron > $R/$m.$g.tune.txt 2> $R/$m.$g.progress.txt
       rc=$?; echo "exit $rc wall_ms $(( ($(date +%s%N) - s) / 1000000 ))" > $R/$m.$g.time; pack
     done; done
     [ -n "${NOEXTRA:-}" ] && { pack; exit 0; }

@@ -35,6 +35,9 @@ pub struct TuneArgs {
     /// false-win rate of the selection rule (no plan is written).
     #[arg(long)]
     pub aa_rounds: Option<u32>,
+    /// Print each stage with its elapsed time even when stderr is not a terminal.
+    #[arg(short, long)]
+    pub verbose: bool,
     /// Test only: make candidate N compute something different during verification.
     #[arg(long, hide = true)]
     pub inject_fault: Option<usize>,
@@ -56,8 +59,12 @@ pub fn run_tune(resolve: &Resolver, args: &TuneArgs) -> anyhow::Result<()> {
     check_device(&args.device)?;
     let factory = resolve_model(resolve, &args.model)?;
     let tty = std::io::stderr().is_terminal();
+    let started = std::time::Instant::now();
+    let verbose = args.verbose;
     let mut progress = |stage: &str| {
-        if tty {
+        if verbose {
+            eprintln!("[blazec tune {:7.1} s] {stage}", started.elapsed().as_secs_f64());
+        } else if tty {
             eprint!("\r\x1b[2K[blazec tune] {stage}");
         }
     };
@@ -81,7 +88,7 @@ pub fn run_tune(resolve: &Resolver, args: &TuneArgs) -> anyhow::Result<()> {
         results_file: results.display().to_string(),
     };
     let result = tune(factory.as_ref(), &opts, &mut progress)?;
-    if tty {
+    if tty && !verbose {
         eprintln!();
     }
     write_atomic(&results, &to_ron(&result))?;

@@ -87,12 +87,14 @@ pub fn tune(factory: &dyn ModelFactory, opts: &TuneOptions, progress: &mut dyn F
     let groups = group_by_fingerprint(&ids, &parts);
     let survivors: Vec<&Candidate> = groups.iter().map(|g| &cands[g[0]]).collect();
 
+    progress(&format!("{} survivors of {} requested; measuring", survivors.len(), cands.len()));
     let samples = measure::interleaved(model.as_mut(), &survivors, opts.rounds, |r, n| progress(&format!("round {}/{n}", r + 1)));
     drop(model);
     let mut timed: Vec<Timed> = survivors
         .iter()
         .filter_map(|c| samples.ms.get(&c.id).map(|ms| Timed { id: c.id, cuts: c.to_text(), summary: Summary::of(ms), samples: ms.clone(), outcome: String::new() }))
         .collect();
+    progress("select and verify");
     let (selected, selection, verify) = select(factory, opts, &cands, &mut timed, progress);
     let window_s = start.elapsed().as_secs_f64();
 

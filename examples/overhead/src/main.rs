@@ -1,7 +1,7 @@
 //! Overhead benchmark: attention training steps under Burn's own plan, built once against the
 //! patched burn-fusion (no plan installed, the Blaze runtime never touched) and once against the
-//! published, unpatched burn-fusion. Same source, two manifests (patched/, stock/), each its own
-//! workspace so that nothing but the burn-fusion copy differs.
+//! published, unpatched burn-fusion (see Cargo.toml): same source, same lock file, only the
+//! burn-fusion copy differs.
 //!
 //! Usage: blaze-overhead <d> <batch> <seq> <warmup> <steps>; prints one line per timed step.
 #[path = "../../workloads/src/attention_model.rs"]

@@ -86,6 +86,7 @@ fn regression_workloads_train_and_capture() {
     let _serial = serial();
     const STEPS: usize = 3;
     for name in ["mlp-w1025-b64", "chain-32-b64s256"] {
+        let start = Instant::now();
         let factory = find(name, ShapeOverride::default()).expect("workload exists");
         assert_eq!(factory.name(), name);
         let (mut plain, mut captured) = (factory.build(Regime::Training).unwrap(), factory.build(Regime::Training).unwrap());
@@ -97,7 +98,7 @@ fn regression_workloads_train_and_capture() {
         };
         assert!(outs.iter().all(|o| o.logits.len() == rows * cols && o.classes == cols));
         assert_eq!(losses, outs.iter().map(|o| o.loss).collect::<Vec<_>>(), "capture changed {name}");
-        println!("{name}: loss {:?}", losses);
+        println!("{name}: losses {losses:?} ({:.1?} for both runs)", start.elapsed());
         assert!(losses[STEPS - 1] < losses[0], "{name} did not learn: {losses:?}");
         let mut forward = factory.build(Regime::Forward).unwrap();
         assert!((forward.step(false).loss - losses[0]).abs() < 1e-4 * losses[0].abs().max(1.0));
