@@ -44,25 +44,25 @@ fn assert_learns(losses: &[f32], below: f32) {
 #[test]
 fn attention_d257_learns() {
     let _serial = serial();
-    assert_learns(&train("attention-d257", 4, 64, 60), 3.5);
+    assert_learns(&train("attention-d257", 4, 64, 40), 3.5);
 }
 
 #[test]
 fn gpt_small_learns() {
     let _serial = serial();
-    assert_learns(&train("gpt-small", 4, 64, 60), 3.5);
+    assert_learns(&train("gpt-small", 4, 64, 40), 3.5);
 }
 
 #[test]
 fn lstm_h256_learns() {
     let _serial = serial();
-    assert_learns(&train("lstm-h256", 8, 16, 100), 3.5);
+    assert_learns(&train("lstm-h256", 8, 16, 80), 3.5);
 }
 
 #[test]
 fn moe_e8k2_learns() {
     let _serial = serial();
-    assert_learns(&train("moe-e8k2", 4, 64, 60), 3.5);
+    assert_learns(&train("moe-e8k2", 4, 64, 40), 3.5);
 }
 
 #[test]
