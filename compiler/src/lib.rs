@@ -12,6 +12,7 @@ pub mod canon;
 pub mod cli;
 pub mod confirm;
 pub mod enumerate;
+pub mod greedy;
 pub mod demo;
 pub mod run;
 pub mod session;

@@ -35,6 +35,12 @@ pub struct TuneArgs {
     /// false-win rate of the selection rule (no plan is written).
     #[arg(long)]
     pub aa_rounds: Option<u32>,
+    /// Greedy path instead of enumeration: challengers per round (rounds per race = --rounds).
+    #[arg(long)]
+    pub greedy: Option<usize>,
+    /// Most greedy rounds.
+    #[arg(long, default_value_t = 8)]
+    pub greedy_max_rounds: usize,
     /// Print each stage with its elapsed time even when stderr is not a terminal.
     #[arg(short, long)]
     pub verbose: bool,
@@ -86,6 +92,7 @@ pub fn run_tune(resolve: &Resolver, args: &TuneArgs) -> anyhow::Result<()> {
         inject_fault: args.inject_fault,
         fusion_off,
         results_file: results.display().to_string(),
+        greedy: args.greedy.map(|n| (n, args.rounds, args.greedy_max_rounds)),
     };
     let result = tune(factory.as_ref(), &opts, &mut progress)?;
     if tty && !verbose {

@@ -29,6 +29,8 @@ pub struct TuneOptions {
     /// Measured separately (a process with fusion off), if available.
     pub fusion_off: Option<Summary>,
     pub results_file: String,
+    /// Greedy path instead of enumeration: (challengers per round, rounds per race, max rounds).
+    pub greedy: Option<(usize, u32, usize)>,
 }
 
 /// One timed candidate.
@@ -76,10 +78,13 @@ pub fn tune(factory: &dyn ModelFactory, opts: &TuneOptions, progress: &mut dyn F
     let start = Instant::now();
     progress("trace");
     let traced = trace(factory, &TraceOptions { regime: opts.regime, warmup: opts.warmup })?;
-    let (cands, canon) = candidates(&traced, opts.budget, opts.seed);
+    let mut model = factory.build(opts.regime).map_err(anyhow::Error::msg)?;
+    let (cands, canon) = match opts.greedy {
+        None => candidates(&traced, opts.budget, opts.seed),
+        Some(g) => greedy_candidates(model.as_mut(), &traced, g, progress),
+    };
     let reps: Vec<&Candidate> = canon.representatives().into_iter().map(|i| &cands[i]).collect();
 
-    let mut model = factory.build(opts.regime).map_err(anyhow::Error::msg)?;
     let warm = Instant::now();
     let parts = executed_partitions(model.as_mut(), &reps, |i, n| progress(&format!("confirm {}/{n}", i + 1)));
     let warmup_s = warm.elapsed().as_secs_f64();
@@ -194,4 +199,35 @@ fn select(factory: &dyn ModelFactory, opts: &TuneOptions, cands: &[Candidate], t
         };
         (0, why.into(), first_refusal.unwrap_or(VerifyOutcome::NothingToCheck))
     })
+}
+
+/// Burn's plan and the plan the greedy path ended on, raced on `model` round by round.
+fn greedy_candidates(model: &mut dyn blaze_runtime::Model, traced: &blaze_ir::Trace, (per_round, rounds, max_rounds): (usize, u32, usize), progress: &mut dyn FnMut(&str)) -> (Vec<Candidate>, crate::canon::Canonical) {
+    let path = crate::greedy::greedy(&traced.live_cut_points(), per_round, max_rounds, |inc, challengers| {
+        progress(&format!("greedy: {} cut(s) kept, racing {} challengers", inc.len(), challengers.len()));
+        let all: Vec<Candidate> = std::iter::once(Candidate::new(0, inc.to_vec()))
+            .chain(challengers.iter().enumerate().map(|(i, c)| Candidate::new(i + 1, c.clone())))
+            .collect();
+        let refs: Vec<&Candidate> = all.iter().collect();
+        crate::session::warm_up(model, 0);
+        for c in &refs {
+            crate::confirm::install(c);
+            crate::session::warm_up(model, crate::confirm::CONFIRM_WARMUP);
+        }
+        let s = measure::interleaved(model, &refs, rounds, |_, _| {});
+        let inc = Summary::of(s.ms.get(&0)?);
+        (1..all.len())
+            .filter_map(|i| s.ms.get(&i).map(|ms| (i, Summary::of(ms))))
+            .filter(|(_, sum)| separate(&inc, sum) == Separation::Wins)
+            .min_by(|a, b| a.1.median.total_cmp(&b.1.median))
+            .map(|(i, _)| i - 1)
+    });
+    progress(&format!("greedy stopped: {} ({} challengers tried)", path.stop_reason, path.challengers_tried));
+    let mut cands = vec![Candidate::new(0, vec![])];
+    if let Some(last) = path.kept.last().filter(|k| !k.is_empty()) {
+        cands.push(Candidate::new(1, last.clone()));
+    }
+    let groups = (0..cands.len()).map(|i| vec![i]).collect();
+    let canon = crate::canon::Canonical { groups, stop_reason: format!("greedy: {}", path.stop_reason), iterations: 0, egraph_nodes: 0 };
+    (cands, canon)
 }
