@@ -53,12 +53,14 @@ impl ModelFactory for TinyMlpLm {
         let plain = Device::wgpu(DeviceKind::DefaultDevice);
         let device = if regime == Regime::Training { plain.autodiff() } else { plain };
         device.seed(0);
-        let net = Net {
+        // Burn initialises parameters lazily; force it now, right after seeding, so every
+        // instance starts from the same weights (verification compares fresh instances).
+        let net = blaze_workloads::trainer::init_params(Net {
             embed: EmbeddingConfig::new(128, 64).init(&device),
             hidden: LinearConfig::new(64, 256).init(&device),
             act: Gelu::new(),
             out: LinearConfig::new(256, 128).init(&device),
-        };
+        });
         let desc = Description {
             name: TinyMlpLm::name(self),
             shapes: format!("batch={} seq={}", self.batch, self.seq),
