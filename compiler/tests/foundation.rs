@@ -11,12 +11,6 @@ use common::*;
 /// (~1e-7) while still catching any real difference in what is computed.
 const REL_TOL: f32 = 1e-5;
 
-fn max_rel_diff(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len());
-    let scale = a.iter().fold(0f32, |m, x| m.max(x.abs())).max(1e-6);
-    a.iter().zip(b).map(|(x, y)| (x - y).abs() / scale).fold(0f32, f32::max)
-}
-
 #[test]
 fn cut_plan_executes_exactly_its_cuts_replays_and_matches_burn_numerics() {
     let (_, trace) = trace("training");
@@ -37,6 +31,7 @@ fn cut_plan_executes_exactly_its_cuts_replays_and_matches_burn_numerics() {
     assert_eq!(planned.hook_calls_after_warmup, 0, "steady-state steps must replay cached plans");
 
     assert_eq!(planned.losses.len(), default.losses.len());
+    assert_eq!(planned.logits.len(), default.logits.len());
     let loss_diff = max_rel_diff(&planned.losses, &default.losses);
     assert!(loss_diff <= REL_TOL, "losses differ by {loss_diff:e}");
     let logit_diff = max_rel_diff(&planned.logits, &default.logits);

@@ -83,7 +83,7 @@ fn compare(ours: &Probe, burn: &Probe) -> VerifyOutcome {
         return VerifyOutcome::Verified { identical: true, max_rel_diff: 0.0 };
     }
     let rel = max_rel_diff(&ours.losses, &burn.losses).max(max_rel_diff(&ours.logits, &burn.logits));
-    let flips = argmax(&ours.logits, ours.classes).iter().zip(argmax(&burn.logits, burn.classes)).filter(|(x, y)| **x != *y).count();
+    let flips = argmax_rows(&ours.logits, ours.classes).iter().zip(argmax_rows(&burn.logits, burn.classes)).filter(|(x, y)| **x != *y).count();
     if rel > REL_TOL {
         VerifyOutcome::Refused(format!("different: relative difference {rel:.2e} exceeds {REL_TOL:.0e}"))
     } else if flips > 0 {
@@ -93,12 +93,14 @@ fn compare(ours: &Probe, burn: &Probe) -> VerifyOutcome {
     }
 }
 
+/// Largest absolute difference relative to the largest magnitude in `a`.
 pub fn max_rel_diff(a: &[f32], b: &[f32]) -> f32 {
     let scale = a.iter().fold(0f32, |m, x| m.max(x.abs())).max(1e-6);
     a.iter().zip(b).map(|(x, y)| (x - y).abs() / scale).fold(0f32, f32::max)
 }
 
-fn argmax(logits: &[f32], classes: usize) -> Vec<usize> {
+/// Row-wise argmax of row-major logits with `classes` columns.
+pub fn argmax_rows(logits: &[f32], classes: usize) -> Vec<usize> {
     logits.chunks(classes.max(1)).map(|r| r.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map_or(0, |(i, _)| i)).collect()
 }
 

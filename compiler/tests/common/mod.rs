@@ -76,10 +76,5 @@ pub fn burn_default(regime: &str) -> RunReport {
     cell.get_or_init(|| run(regime, None, &format!("default-{regime}")).0).clone()
 }
 
-/// Row-wise argmax of row-major logits.
-pub fn argmax_rows(logits: &[f32], classes: usize) -> Vec<usize> {
-    logits
-        .chunks(classes)
-        .map(|row| row.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map(|(i, _)| i).unwrap())
-        .collect()
-}
+#[allow(unused_imports)]
+pub use blaze_compiler::tune::verify::{argmax_rows, max_rel_diff};
