@@ -1,39 +1,76 @@
 #!/usr/bin/env bash
-# Runs on the GPU machine (device tool) from the repository root: unpacks the Vulkan loader and
-# the binaries, then runs the measurement campaign named by $1, writing under $OUT/results.tgz.
-#   demo      blazec demo at the reference shape + overhead benchmark (stock vs patched, ABAB)
-#   tune      blazec tune for attention-d257/-d258 x training/forward, A/A, fault injection
-#   bench     blazec bench over every workload (default vs fusion off)
+# Runs on the GPU machine (device tool) from the repository root. Unpacks the Vulkan loader, the
+# binaries and the carried warm caches, then runs the stages named in $STAGES in order, packing
+# $OUT/results.tgz and $OUT/cache.tgz after each, so a command killed at its limit still returns
+# what it finished and the next call starts warm.
+#
+# Stages (space separated in $STAGES):
+#   tune:<model>:<regime>      blazec tune (budget $BUDGET, rounds $ROUNDS), wall time recorded
+#   bench:<model>[,<model>..]  blazec bench (default vs fusion off), one process per row
+#   overhead:<pairs>           stock vs patched burn-fusion, ABAB, attention-d257 training
+#   demo                       blazec demo at the reference shape
+#
+# Caches: every fresh machine starts with an empty CubeCL autotune cache (~/.cache/cubecl) and an
+# empty NVIDIA shader cache (~/.cache/nvidia); cold, one attention training tune spends minutes in
+# autotune. .gpu-cache/cache.tgz (carried) restores the caches a previous call saved. Whether a
+# stage ran warm is written beside its results (cache-state.txt).
+#
+# $DEADLINE (seconds, default 540): no stage starts a process that could run past it.
 set -uo pipefail
+T0=$(date +%s)
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp
+export __GL_SHADER_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1 __GL_SHADER_DISK_CACHE_SIZE=4000000000
 for b in blazec blaze-overhead-patched blaze-overhead-stock; do
-  [ -f .gpu/$b.xz ] && xz -dc .gpu/$b.xz > /tmp/$b && chmod +x /tmp/$b
+  for dir in .gpu .gpu-overhead; do
+    [ -f $dir/$b.xz ] && xz -dc $dir/$b.xz > /tmp/$b && chmod +x /tmp/$b
+  done
 done
 R=/tmp/res; mkdir -p $R; cd /tmp
-# Pack after every stage: a command killed at its time limit still returns what it finished.
-pack() { tar czf $OUT/results.tgz -C $R . ; }
+if [ -f "$OLDPWD/.gpu-cache/cache.tgz" ]; then
+  mkdir -p ~/.cache && tar xzf "$OLDPWD/.gpu-cache/cache.tgz" -C ~/.cache
+  echo "restored $(du -sh ~/.cache | cut -f1) of caches at start" > $R/cache-state.txt
+else
+  echo "cold: no carried caches" > $R/cache-state.txt
+fi
+pack() {
+  tar czf $OUT/results.tgz -C $R .
+  tar czf $OUT/cache.tgz -C ~/.cache $(cd ~/.cache && ls -d cubecl nvidia 2>/dev/null)
+}
+left() { echo $(( ${DEADLINE:-540} - ($(date +%s) - T0) )); }
+# Runs "$@" with a limit of min($1, time left - 15 s); records exit and wall time under $name.
+timed() {
+  local limit=$1; shift
+  local l=$(( $(left) - 15 )); [ $l -lt $limit ] && limit=$l
+  if [ $limit -lt 10 ]; then echo "$name skipped: $(left) s left" >> $R/times.txt; return; fi
+  local s=$(date +%s%N)
+  timeout $limit "$@"
+  echo "$name exit $? wall_ms $(( ($(date +%s%N) - s) / 1000000 )) limit_s $limit" >> $R/times.txt
+}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv > $R/gpu.txt 2>&1
 date -u +%FT%TZ > $R/date.txt
-case "${1:-demo}" in
-  demo)
-    /tmp/blazec demo --steps 20 --out $R/demo > $R/demo.txt 2>&1; pack
-    for rep in 1 2 3; do for v in stock patched; do
-      /tmp/blaze-overhead-$v 257 16 256 10 60 > $R/overhead-$v-$rep.txt 2>&1; pack
-    done; done ;;
-  tune)
-    for m in ${MODELS:-attention-d257}; do for g in ${REGIMES:-training forward}; do
-      s=$(date +%s%N)
-      timeout ${TUNE_TIMEOUT:-200} /tmp/blazec tune $m --regime $g --device vulkan --budget ${BUDGET:-16} --rounds ${ROUNDS:-15} -v -o $R/plans/$m.$g.ron > $R/$m.$g.tune.txt 2> $R/$m.$g.progress.txt
-      rc=$?; echo "exit $rc wall_ms $(( ($(date +%s%N) - s) / 1000000 ))" > $R/$m.$g.time; pack
-    done; done
-    [ -n "${NOEXTRA:-}" ] && { pack; exit 0; }
-    /tmp/blazec trace attention-d257 -o $R/attention-d257.training.trace.ron > $R/trace.txt 2>&1
-    /tmp/blazec verify --trace $R/attention-d257.training.trace.ron --every-live 4 --inject-fault > $R/fault.txt 2>&1
-    /tmp/blazec verify --trace $R/attention-d257.training.trace.ron --every-live 4 >> $R/fault.txt 2>&1
-    pack; /tmp/blazec tune attention-d257 --device vulkan --aa-rounds ${AA_ROUNDS:-100} -o $R/aa/plan.ron > $R/aa.txt 2>&1 ;;
-  bench)
-    /tmp/blazec bench --steps 10 -o $R/bench.results.ron > $R/bench.txt 2>&1 ;;
-esac
-tar czf $OUT/results.tgz -C $R .
-tail -c 3000 $R/*.txt
+for stage in ${STAGES:-}; do
+  IFS=: read -r kind a b <<< "$stage"
+  name=$(echo "$stage" | tr ':,' '__')
+  echo "[$(( $(date +%s) - T0 )) s] $stage" >> $R/stages.txt
+  case $kind in
+    tune)
+      mkdir -p $R/plans
+      timed ${TUNE_TIMEOUT:-400} /tmp/blazec tune $a --regime $b --device vulkan --budget ${BUDGET:-16} \
+        --rounds ${ROUNDS:-15} -v -o $R/plans/$a.$b.ron > $R/$a.$b.tune.txt 2> $R/$a.$b.progress.txt ;;
+    bench)
+      timed ${BENCH_TIMEOUT:-500} /tmp/blazec bench ${a//,/ } --warmup 3 --steps ${STEPS:-20} \
+        --timeout ${CHILD_TIMEOUT:-200} -o $R/$name.results.ron > $R/$name.txt 2>&1 ;;
+    overhead)
+      for rep in $(seq 1 $a); do for v in stock patched; do
+        name=overhead-$v-$rep
+        timed 90 /tmp/blaze-overhead-$v 257 16 256 5 40 > $R/$name.txt 2>&1
+      done; pack; done ;;
+    demo)
+      timed 200 /tmp/blazec demo --steps 20 --out $R/demo > $R/demo.txt 2>&1 ;;
+    *) echo "unknown stage $stage" >> $R/stages.txt ;;
+  esac
+  pack
+done
+echo "[$(( $(date +%s) - T0 )) s] end" >> $R/stages.txt
+pack; ls -la $OUT; cat $R/stages.txt $R/times.txt $R/cache-state.txt

@@ -1,10 +1,12 @@
 //! `blazec bench`: ms per step of every workload and regime under Burn's default and with
 //! fusion off (BURN_FUSION_MAX_EXPLORATIONS=0, a per-process setting), processes interleaved.
-use crate::run::{RunReport, to_ron, write_atomic};
+use crate::child::ChildRun;
+use crate::run::{to_ron, write_atomic};
 use crate::tune::stats::{PROTOCOL, Summary};
 use clap::Args;
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 #[derive(Args, Clone)]
 pub struct BenchArgs {
@@ -21,7 +23,11 @@ pub struct BenchArgs {
     pub batch: Option<usize>,
     #[arg(long)]
     pub seq: Option<usize>,
-    /// Raw results (RON).
+    /// Seconds before one child process (compilation and autotune included) is killed and its
+    /// row recorded as failed.
+    #[arg(long, default_value_t = 600)]
+    pub timeout: u64,
+    /// Raw results (RON), rewritten after every row so an interrupted run keeps what it measured.
     #[arg(short, long, default_value = "bench.results.ron")]
     pub output: PathBuf,
 }
@@ -44,10 +50,16 @@ pub fn bench(names: Vec<String>, args: &BenchArgs) -> anyhow::Result<()> {
                 for setting in ["default", "fusion-off"] {
                     eprintln!("bench {name} {regime} {setting} ({}/{})", rep + 1, args.repeats);
                     rows.push(child(name, regime, setting, args));
+                    write_rows(&args.output, &rows)?;
                 }
             }
         }
     }
+    print_table(&names, &rows);
+    Ok(())
+}
+
+fn write_rows(path: &Path, rows: &[BenchRow]) -> anyhow::Result<()> {
     let text = format!(
         "(protocol: {PROTOCOL:?}, device: {:?}, commit: {:?}, date: {:?}, rows: {})",
         blaze_workloads::device::device_info(),
@@ -55,9 +67,12 @@ pub fn bench(names: Vec<String>, args: &BenchArgs) -> anyhow::Result<()> {
         crate::run::now_utc(),
         to_ron(&rows)
     );
-    write_atomic(&args.output, &text)?;
+    Ok(write_atomic(path, &text)?)
+}
+
+fn print_table(names: &[String], rows: &[BenchRow]) {
     println!("| workload | regime | default ms (IQR) | fusion off ms (IQR) |\n|---|---|---|---|");
-    for name in &names {
+    for name in names {
         for regime in ["forward", "training"] {
             let cell = |setting: &str| {
                 let samples: Vec<f64> = rows.iter().filter(|r| &r.model == name && r.regime == regime && r.setting == setting).flat_map(|r| r.samples.clone()).collect();
@@ -70,29 +85,22 @@ pub fn bench(names: Vec<String>, args: &BenchArgs) -> anyhow::Result<()> {
             println!("| {name} | {regime} | {} | {} |", cell("default"), cell("fusion-off"));
         }
     }
-    Ok(())
 }
 
 fn child(name: &str, regime: &str, setting: &str, args: &BenchArgs) -> BenchRow {
-    let report = std::env::temp_dir().join(format!("blaze-bench-{}.ron", std::process::id()));
-    let mut cmd = std::process::Command::new(std::env::current_exe().expect("own path"));
-    cmd.args(["run", name, "--regime", regime, "--warmup", &args.warmup.to_string(), "--steps", &args.steps.to_string(), "--report"]).arg(&report);
-    if let Some(b) = args.batch {
-        cmd.args(["--batch", &b.to_string()]);
-    }
-    if let Some(s) = args.seq {
-        cmd.args(["--seq", &s.to_string()]);
-    }
-    if setting == "fusion-off" {
-        cmd.env("BURN_FUSION_MAX_EXPLORATIONS", "0");
-    }
+    let run = ChildRun {
+        model: name,
+        regime,
+        batch: args.batch,
+        seq: args.seq,
+        warmup: args.warmup,
+        steps: args.steps,
+        fusion_off: setting == "fusion-off",
+        timeout: Duration::from_secs(args.timeout),
+    };
     let row = |summary, samples, error| BenchRow { model: name.into(), regime: regime.into(), setting: setting.into(), summary, samples, error };
-    match cmd.output() {
-        Ok(out) if out.status.success() => match std::fs::read_to_string(&report).ok().and_then(|t| ron::from_str::<RunReport>(&t).ok()) {
-            Some(r) => row(Some(Summary::of(&r.step_ms)), r.step_ms, None),
-            None => row(None, vec![], Some("no report".into())),
-        },
-        Ok(out) => row(None, vec![], Some(String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("failed").to_string())),
-        Err(e) => row(None, vec![], Some(e.to_string())),
+    match run.run() {
+        Ok(r) => row(Some(Summary::of(&r.step_ms)), r.step_ms, None),
+        Err(e) => row(None, vec![], Some(e)),
     }
 }

@@ -8,6 +8,7 @@
 //! same commands for its models.
 pub mod bench;
 pub mod candidate;
+pub mod child;
 pub mod canon;
 pub mod cli;
 pub mod confirm;

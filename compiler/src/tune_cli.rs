@@ -1,6 +1,6 @@
 //! `blazec tune` front end: device check, fusion-off arm, A/A mode, atomic outputs.
 use crate::cli::{ModelArgs, Resolver, resolve_model};
-use crate::run::{RunReport, to_ron, write_atomic};
+use crate::run::{to_ron, write_atomic};
 use crate::tune::{TuneOptions, report, stats::{self, Summary}, tune};
 use anyhow::{Context, bail};
 use clap::Args;
@@ -108,20 +108,19 @@ pub fn run_tune(resolve: &Resolver, args: &TuneArgs) -> anyhow::Result<()> {
 
 /// Times the model in a child process with fusion off (a per-process Burn setting).
 fn fusion_off_arm(model: &ModelArgs, steps: u32) -> anyhow::Result<Summary> {
-    let report = std::env::temp_dir().join(format!("blaze-fusion-off-{}.ron", std::process::id()));
-    let mut cmd = std::process::Command::new(std::env::current_exe()?);
-    cmd.args(["run", &model.model, "--regime", &model.regime.to_string(), "--warmup", "3", "--steps", &steps.to_string(), "--report"]).arg(&report);
-    if let Some(b) = model.batch {
-        cmd.args(["--batch", &b.to_string()]);
-    }
-    if let Some(s) = model.seq {
-        cmd.args(["--seq", &s.to_string()]);
-    }
-    let out = cmd.env("BURN_FUSION_MAX_EXPLORATIONS", "0").output()?;
-    anyhow::ensure!(out.status.success(), "fusion-off run failed: {}", String::from_utf8_lossy(&out.stderr));
-    let r: RunReport = ron::from_str(&std::fs::read_to_string(&report)?)?;
-    let _ = std::fs::remove_file(&report);
-    Ok(Summary::of(&r.step_ms))
+    let regime = model.regime.to_string();
+    let run = crate::child::ChildRun {
+        model: &model.model,
+        regime: &regime,
+        batch: model.batch,
+        seq: model.seq,
+        warmup: 3,
+        steps,
+        fusion_off: true,
+        timeout: std::time::Duration::from_secs(600),
+    };
+    let report = run.run().map_err(|e| anyhow::anyhow!("fusion-off run failed: {e}"))?;
+    Ok(Summary::of(&report.step_ms))
 }
 
 /// A/A: Burn's plan against itself; how often would the rule declare a winner?
