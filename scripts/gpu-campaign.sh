@@ -12,7 +12,7 @@
 #
 # Caches: every fresh machine starts with an empty CubeCL autotune cache (~/.cache/cubecl) and an
 # empty NVIDIA shader cache (~/.cache/nvidia); cold, one attention training tune spends minutes in
-# autotune. .gpu-cache/cache.tgz (carried) restores the caches a previous call saved. Whether a
+# autotune. .gpu-cache/cache.txz.* (carried) restores the caches a previous call saved. Whether a
 # stage ran warm is written beside its results (cache-state.txt).
 #
 # $DEADLINE (seconds, default 540): no stage starts a process that could run past it.
@@ -27,15 +27,18 @@ for b in blazec blaze-overhead-patched blaze-overhead-stock; do
   done
 done
 R=/tmp/res; mkdir -p $R; cd /tmp
-if [ -f "$OLDPWD/.gpu-cache/cache.tgz" ]; then
-  mkdir -p ~/.cache && tar xzf "$OLDPWD/.gpu-cache/cache.tgz" -C ~/.cache
+if ls "$OLDPWD"/.gpu-cache/cache.txz.* > /dev/null 2>&1; then
+  mkdir -p ~/.cache && cat "$OLDPWD"/.gpu-cache/cache.txz.* | xz -dc | tar xf - -C ~/.cache
   echo "restored $(du -sh ~/.cache | cut -f1) of caches at start" > $R/cache-state.txt
 else
   echo "cold: no carried caches" > $R/cache-state.txt
 fi
 pack() {
   tar czf $OUT/results.tgz -C $R .
-  tar czf $OUT/cache.tgz -C ~/.cache $(cd ~/.cache && ls -d cubecl nvidia 2>/dev/null)
+  # Files come back at most 16 MiB each: the shader cache travels in parts.
+  [ -n "${NO_CACHE_OUT:-}" ] && return
+  rm -f $OUT/cache.t*
+  tar cf - -C ~/.cache $(cd ~/.cache && ls -d cubecl nvidia 2>/dev/null) | xz -T0 -6 | split -b 15M - $OUT/cache.txz.
 }
 left() { echo $(( ${DEADLINE:-540} - ($(date +%s) - T0) )); }
 # Runs "$@" with a limit of min($1, time left - 15 s); records exit and wall time under $name.

@@ -1,6 +1,9 @@
 //! `blazec bench`: ms per step of every workload and regime under Burn's default and with
 //! fusion off (BURN_FUSION_MAX_EXPLORATIONS=0, a per-process setting), processes interleaved.
+//! `blazec bench --table FILE..` prints the table of earlier results files (a campaign split over
+//! several GPU calls) without running anything.
 use crate::child::ChildRun;
+use blaze_ir::plan::DeviceInfo;
 use crate::run::{to_ron, write_atomic};
 use crate::tune::stats::{PROTOCOL, Summary};
 use clap::Args;
@@ -27,6 +30,10 @@ pub struct BenchArgs {
     /// row recorded as failed.
     #[arg(long, default_value_t = 600)]
     pub timeout: u64,
+    /// Print the table of these results files instead of running (a later file's row replaces an
+    /// earlier one for the same workload, regime and setting).
+    #[arg(long, num_args = 1.., conflicts_with = "models")]
+    pub table: Vec<PathBuf>,
     /// Raw results (RON), rewritten after every row so an interrupted run keeps what it measured.
     #[arg(short, long, default_value = "bench.results.ron")]
     pub output: PathBuf,
@@ -40,6 +47,34 @@ pub struct BenchRow {
     pub summary: Option<Summary>,
     pub samples: Vec<f64>,
     pub error: Option<String>,
+}
+
+/// A results file: the rows and what they were measured with.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BenchFile {
+    pub protocol: String,
+    pub device: DeviceInfo,
+    pub commit: String,
+    pub date: String,
+    pub rows: Vec<BenchRow>,
+}
+
+impl BenchFile {
+    /// Reads a results file. Files written before d8526ba+1 carry the device in Rust's debug
+    /// form (`DeviceInfo { .. }`); it is rewritten as a RON struct so they stay readable.
+    pub fn read(path: &Path) -> anyhow::Result<BenchFile> {
+        use anyhow::Context;
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let text = legacy_device_to_ron(&text);
+        ron::from_str(&text).with_context(|| format!("{} is not a blazec bench results file", path.display()))
+    }
+}
+
+fn legacy_device_to_ron(text: &str) -> String {
+    match (text.find("DeviceInfo {"), text.find("}, commit:")) {
+        (Some(a), Some(b)) if a < b => format!("{}({}){}", &text[..a], text[a + "DeviceInfo {".len()..b].trim(), &text[b + 1..]),
+        _ => text.to_string(),
+    }
 }
 
 pub fn bench(names: Vec<String>, args: &BenchArgs) -> anyhow::Result<()> {
@@ -60,14 +95,36 @@ pub fn bench(names: Vec<String>, args: &BenchArgs) -> anyhow::Result<()> {
 }
 
 fn write_rows(path: &Path, rows: &[BenchRow]) -> anyhow::Result<()> {
-    let text = format!(
-        "(protocol: {PROTOCOL:?}, device: {:?}, commit: {:?}, date: {:?}, rows: {})",
-        blaze_workloads::device::device_info(),
-        option_env!("BLAZE_COMMIT").unwrap_or("unknown"),
-        crate::run::now_utc(),
-        to_ron(&rows)
-    );
-    Ok(write_atomic(path, &text)?)
+    let file = BenchFile {
+        protocol: PROTOCOL.into(),
+        device: blaze_workloads::device::device_info(),
+        commit: option_env!("BLAZE_COMMIT").unwrap_or("unknown").into(),
+        date: crate::run::now_utc(),
+        rows: rows.to_vec(),
+    };
+    Ok(write_atomic(path, &to_ron(&file))?)
+}
+
+/// `--table`: merges earlier results files and prints their table with each row's source.
+pub fn table(paths: &[PathBuf]) -> anyhow::Result<()> {
+    let mut rows: Vec<BenchRow> = Vec::new();
+    for path in paths {
+        let file = BenchFile::read(path)?;
+        println!("{}: {} on {} ({}), commit {}, {}", path.display(), file.rows.len(), file.device.adapter, file.device.compiler, file.commit, file.date);
+        for row in file.rows {
+            rows.retain(|r| (&r.model, &r.regime, &r.setting) != (&row.model, &row.regime, &row.setting));
+            rows.push(row);
+        }
+    }
+    let mut names: Vec<String> = Vec::new();
+    for r in &rows {
+        if !names.contains(&r.model) {
+            names.push(r.model.clone());
+        }
+    }
+    println!();
+    print_table(&names, &rows);
+    Ok(())
 }
 
 fn print_table(names: &[String], rows: &[BenchRow]) {

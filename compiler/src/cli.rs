@@ -191,8 +191,12 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             anyhow::ensure!(report.false_merges.is_empty(), "the e-graph merged requests that executed differently: {:?}", report.false_merges);
             Ok(())
         }
+        Command::Bench(args) if !args.table.is_empty() => crate::bench::table(&args.table),
         Command::Bench(args) => {
             let names = if args.models.is_empty() { resolve.names() } else { args.models.clone() };
+            for name in &names {
+                anyhow::ensure!(resolve.names().contains(name), "unknown model `{name}` (see `blazec list`)");
+            }
             crate::bench::bench(names, &args)
         }
         Command::Verify { trace, every_live, inject_fault } => {

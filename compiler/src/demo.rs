@@ -3,6 +3,7 @@
 //! step times, and whether the losses agree.
 use crate::cli::{ModelArgs, Resolver, resolve_model};
 use crate::run::{RunReport, contract_of, run_loaded, write_atomic};
+use crate::session::{SETTLE, Settle};
 use crate::tracing::{TraceOptions, summary, trace};
 use blaze_ir::{BoundaryId, plan::Regime};
 use blaze_runtime::load_plan;
@@ -39,7 +40,7 @@ pub fn demo(resolve: &Resolver, args: &DemoArgs) -> anyhow::Result<()> {
     let cuts: Vec<BoundaryId> = traced.live_cut_points().into_iter().step_by(args.every.max(1)).collect();
 
     let mut burn = factory.build(Regime::Training).map_err(anyhow::Error::msg)?;
-    let default = run_loaded(burn.as_mut(), None, 2, args.steps);
+    let default = run_loaded(burn.as_mut(), None, 2, Settle::For(SETTLE), args.steps);
     drop(burn);
 
     let plan_path = args.out.join("demo-plan.ron");
@@ -48,7 +49,8 @@ pub fn demo(resolve: &Resolver, args: &DemoArgs) -> anyhow::Result<()> {
 
     let mut cut = factory.build(Regime::Training).map_err(anyhow::Error::msg)?;
     let loaded = load_plan(&plan_path, &contract_of(cut.as_ref(), ""));
-    let planned = run_loaded(cut.as_mut(), Some(&loaded), 2, args.steps);
+    // The same number of settling steps as Burn's run, so both see the same batches.
+    let planned = run_loaded(cut.as_mut(), Some(&loaded), 2, Settle::Steps(default.settle_steps), args.steps);
 
     write_atomic(&args.out.join("burn-default.ron"), &crate::run::to_ron(&default))?;
     write_atomic(&args.out.join("hand-cuts.ron"), &crate::run::to_ron(&planned))?;

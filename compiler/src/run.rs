@@ -1,6 +1,6 @@
 //! `blazec run`: a model for some steps, optionally under a plan file.
 use crate::cli::{ModelArgs, Resolver, resolve_model};
-use crate::session::{record_step, timed_step};
+use crate::session::{Settle, record_step, timed_step};
 use blaze_ir::{Contract, ExecutedPartition, trace::op_stream_fingerprint};
 use blaze_runtime::{LoadOutcome, Model, load_plan};
 use clap::Args;
@@ -20,6 +20,10 @@ pub struct RunArgs {
     /// Timed steps after warm-up.
     #[arg(long, default_value_t = 3)]
     pub steps: u32,
+    /// Untimed stepping after warm-up, in milliseconds, before the first timed step (lets the
+    /// device's clocks recover from the compilation pause; 0 = none).
+    #[arg(long, default_value_t = crate::session::SETTLE.as_millis() as u64)]
+    pub settle_ms: u64,
     /// Write the run's report (RON): losses, times, executed partition, captured logits.
     #[arg(long)]
     pub report: Option<PathBuf>,
@@ -32,8 +36,11 @@ pub struct RunReport {
     pub regime: String,
     /// `none`, `applied`, or `fallback: <reason>`.
     pub plan: String,
-    /// Loss of every step, warm-up included, in order.
+    /// Loss of every step, warm-up and settling included, in order.
     pub losses: Vec<f32>,
+    /// Untimed steps run to settle after warm-up (absent in reports older than blaze-measure/2).
+    #[serde(default)]
+    pub settle_steps: usize,
     pub step_ms: Vec<f64>,
     /// Executed partition of the last (recorded) step.
     pub partition: ExecutedPartition,
@@ -50,7 +57,8 @@ pub fn run(resolve: &Resolver, args: &RunArgs) -> anyhow::Result<()> {
     let factory = resolve_model(resolve, &args.model)?;
     let mut model = factory.build(args.model.regime).map_err(anyhow::Error::msg)?;
     let loaded = args.plan.as_ref().map(|p| load_plan(p, &contract_of(model.as_ref(), "")));
-    let report = run_loaded(model.as_mut(), loaded.as_ref(), args.warmup, args.steps);
+    let settle = Settle::For(std::time::Duration::from_millis(args.settle_ms));
+    let report = run_loaded(model.as_mut(), loaded.as_ref(), args.warmup, settle, args.steps);
     println!("plan: {}", report.plan);
     println!("losses: {:?}", report.losses);
     println!("step ms: {:?}", report.step_ms.iter().map(|t| (t * 100.0).round() / 100.0).collect::<Vec<_>>());
@@ -77,7 +85,7 @@ pub fn contract_of(model: &dyn Model, op_stream: &str) -> Contract {
 }
 
 /// Warm-up, the op-stream check of a loaded plan, timed steps and one recorded step.
-pub fn run_loaded(model: &mut dyn Model, loaded: Option<&LoadOutcome>, warmup: u32, steps: u32) -> RunReport {
+pub fn run_loaded(model: &mut dyn Model, loaded: Option<&LoadOutcome>, warmup: u32, settle: Settle, steps: u32) -> RunReport {
     let mut losses = Vec::new();
     let mut plan = match loaded {
         None => "none".to_string(),
@@ -100,6 +108,9 @@ pub fn run_loaded(model: &mut dyn Model, loaded: Option<&LoadOutcome>, warmup: u
         Some(LoadOutcome::Applied(h)) => h.policy.calls(),
         _ => 0,
     };
+    let settled = crate::session::settle(model, settle);
+    let settle_steps = settled.len();
+    losses.extend(settled);
     let calls_before = calls();
     let mut step_ms = Vec::new();
     for _ in 0..steps {
@@ -114,6 +125,7 @@ pub fn run_loaded(model: &mut dyn Model, loaded: Option<&LoadOutcome>, warmup: u
         regime: model.describe().regime.to_string(),
         plan,
         losses,
+        settle_steps,
         step_ms,
         ops: last.ops.len(),
         partition: last.partition,

@@ -2,7 +2,9 @@
 use serde::{Deserialize, Serialize};
 
 /// The protocol every result records; change it only with a new version.
-pub const PROTOCOL: &str = "blaze-measure/1: whole steps, device synced at both ends; warm-up untimed; \
+/// Version 2 added the settling time after warm-up (version 1 results are read the same way;
+/// their first timed steps may include the device's slow stretch after compilation).
+pub const PROTOCOL: &str = "blaze-measure/2: whole steps, device synced at both ends; warm-up untimed, then 1 s of untimed settling steps; \
 candidates interleaved in rounds (rotating start), 1 settle step per visit; median and IQR (p25-p75); \
 win = beats the incumbent's median by more than the wider IQR";
 
