@@ -1,17 +1,33 @@
 #!/usr/bin/env bash
-# Build the GPU binaries (SPIR-V, feature `vulkan`) and pack them for the device tool:
-# blazec, and the overhead benchmark against patched and stock burn-fusion.
+# Builds the GPU binaries (SPIR-V, feature `vulkan`) and packs them for the device tool:
+#   .gpu/blazec.xz                          blazec
+#   .gpu-overhead/blaze-overhead-{patched,stock}.xz
+#                                           the overhead benchmark against patched and stock
+#                                           burn-fusion (same source and lock file)
+# Both builds use the same package set in one target directory: building another set there
+# rebuilds most of Burn. The stock build swaps burn-fusion for vendor/burn-fusion-stock, so
+# blaze-runtime (which needs the patch) fails in it by design; --keep-going still produces the
+# overhead binary, which is all that build is for.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ./vendor/setup.sh >/dev/null
 export CARGO_TARGET_DIR="${GPU_TARGET_DIR:-/var/tmp/blaze-target-vk}"
-cargo build --release -p blaze-compiler --features vulkan
-for v in patched stock; do
-  cargo build --release --manifest-path examples/overhead/$v/Cargo.toml --features vulkan
-done
-mkdir -p .gpu
-for b in blazec blaze-overhead-patched blaze-overhead-stock; do
-  strip -o /tmp/$b.stripped "$CARGO_TARGET_DIR/release/$b"
-  xz -T2 -6 -c /tmp/$b.stripped > .gpu/$b.xz
-done
-ls -la .gpu
+pkgs=(-p blaze-compiler -p blaze-overhead --features blaze-compiler/vulkan,blaze-overhead/vulkan)
+mkdir -p .gpu .gpu-overhead
+pack() { strip -o "/tmp/$2.stripped" "$CARGO_TARGET_DIR/release/$1"; xz -T2 -6 -c "/tmp/$2.stripped" > "$3/$2.xz"; }
+
+cargo build --release "${pkgs[@]}"
+pack blazec blazec .gpu
+pack blaze-overhead blaze-overhead-patched .gpu-overhead
+cp "$CARGO_TARGET_DIR/release/blaze-overhead" /tmp/blaze-overhead-patched.stripped.src
+
+cargo build --release "${pkgs[@]}" --keep-going \
+  --config 'patch.crates-io.burn-fusion.path="vendor/burn-fusion-stock"' || true
+cp "$CARGO_TARGET_DIR/release/blaze-overhead" /tmp/blaze-overhead-stock.unstripped
+if cmp -s /tmp/blaze-overhead-stock.unstripped /tmp/blaze-overhead-patched.stripped.src 2>/dev/null; then
+  echo "the stock build did not relink blaze-overhead" >&2; exit 1
+fi
+pack blaze-overhead blaze-overhead-stock .gpu-overhead
+# Leave the target directory on the patched build for the next run.
+cargo build --release "${pkgs[@]}"
+ls -la .gpu .gpu-overhead

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
+# Made results/h200/2026-11-30/call3-final (session 1); scripts/gpu-campaign.sh supersedes it.
 # Last GPU call of session 1 (device time was short): attention-d257 training tune cold then
 # warm, the tuned plan loaded by the runtime, overhead stock vs patched (ABAB), fusion off, demo.
 set -u
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp
-for b in blazec blaze-overhead-patched blaze-overhead-stock; do xz -dc .gpu/$b.xz > /tmp/$b; chmod +x /tmp/$b; done
+for b in blazec blaze-overhead-patched blaze-overhead-stock; do for d in .gpu .gpu-overhead; do [ -f $d/$b.xz ] && xz -dc $d/$b.xz > /tmp/$b && chmod +x /tmp/$b; done; done
 R=/tmp/res; mkdir -p $R/plans; cd /tmp
 pack() { tar czf $OUT/results.tgz -C $R .; }
 nvidia-smi --query-gpu=name,driver_version --format=csv > $R/gpu.txt 2>&1; date -u +%FT%TZ > $R/date.txt

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
+# Made results/h200/2026-11-30/call4-overhead (session 1); the overhead stage of
+# scripts/gpu-campaign.sh supersedes it.
 # Overhead benchmark on the GPU: one untimed process fills the autotune cache, then stock and
 # patched burn-fusion alternate (ABAB), each timing attention-d257 training steps.
 set -u
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp
-for b in blaze-overhead-patched blaze-overhead-stock; do xz -dc .gpu/$b.xz > /tmp/$b; chmod +x /tmp/$b; done
+for b in blaze-overhead-patched blaze-overhead-stock; do for d in .gpu .gpu-overhead; do [ -f $d/$b.xz ] && xz -dc $d/$b.xz > /tmp/$b && chmod +x /tmp/$b; done; done
 R=/tmp/res; mkdir -p $R; cd /tmp
 pack() { tar czf $OUT/results.tgz -C $R .; }
 date -u +%FT%TZ > $R/date.txt
