@@ -161,3 +161,35 @@ fn child(name: &str, regime: &str, setting: &str, args: &BenchArgs) -> BenchRow 
         Err(e) => row(None, vec![], Some(e)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ROW: &str = r#"(model: "chain-32", regime: "forward", setting: "default", summary: Some((median: 1.0, p25: 0.9, p75: 1.1, n: 3)), samples: [0.9, 1.0, 1.1], error: None)"#;
+
+    #[test]
+    fn reads_files_with_the_legacy_debug_device_header() {
+        let legacy = format!(r#"(protocol: "p", device: DeviceInfo {{ adapter: "NVIDIA H200", backend: "vulkan", compiler: "spirv" }}, commit: "d8526bab847a", date: "d", rows: [{ROW}])"#);
+        let path = std::env::temp_dir().join(format!("blaze-bench-legacy-{}.ron", std::process::id()));
+        std::fs::write(&path, legacy).unwrap();
+        let file = BenchFile::read(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(file.device.adapter, "NVIDIA H200");
+        assert_eq!(file.rows[0].samples, vec![0.9, 1.0, 1.1]);
+    }
+
+    #[test]
+    fn current_files_round_trip() {
+        let file = BenchFile {
+            protocol: PROTOCOL.into(),
+            device: DeviceInfo { adapter: "a".into(), backend: "vulkan".into(), compiler: "wgsl".into() },
+            commit: "c".into(),
+            date: "d".into(),
+            rows: vec![ron::from_str(ROW).unwrap()],
+        };
+        let back: BenchFile = ron::from_str(&to_ron(&file)).unwrap();
+        assert_eq!(back.rows[0].model, "chain-32");
+        assert_eq!(back.device, file.device);
+    }
+}

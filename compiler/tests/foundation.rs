@@ -87,3 +87,19 @@ fn bad_plan_files_fall_back_to_burn_with_one_clear_warning() {
         assert_eq!(report.partition, default.partition, "{name}: Burn's own plan must be in force");
     }
 }
+
+/// Protocol blaze-measure/2: `run` settles for a wall time after warm-up before timing, and the
+/// settling steps are accounted for (their losses are kept, they are not timed).
+#[test]
+fn run_settles_untimed_before_the_first_timed_step() {
+    let report = scratch("settle").join("run.ron");
+    let mut args = vec!["run"];
+    args.extend(SMALL);
+    args.extend(["--regime", "forward", "--warmup", "1", "--steps", "2", "--settle-ms", "400", "--report", report.to_str().unwrap()]);
+    ok(&args);
+    let r = read_report(&report);
+    assert!(r.settle_steps >= 1, "400 ms of settling ran no step");
+    // warm-up, the op-stream check step, settling, timed steps, the recorded last step
+    assert_eq!(r.losses.len(), 1 + 1 + r.settle_steps + 2 + 1);
+    assert_eq!(r.step_ms.len(), 2, "settling steps must not be timed");
+}

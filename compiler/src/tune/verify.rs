@@ -67,13 +67,38 @@ pub fn verify(factory: &dyn ModelFactory, regime: Regime, winner: &Candidate, in
         (Ok(a), Ok(b)) => (a, b),
         (Err(e), _) | (_, Err(e)) => return VerifyOutcome::Refused(format!("broken: {e}")),
     };
-    compare(&ours, &burn)
+    let outcome = compare(&ours, &burn);
+    if !matches!(&outcome, VerifyOutcome::Refused(why) if why.starts_with("different")) {
+        return outcome;
+    }
+    // Before blaming the plan, check that the model itself is reproducible: a second fresh
+    // instance under Burn's plan must compute Burn's numbers. If not, say so (the refusal stands).
+    match probe(factory, regime, &Candidate::new(0, vec![]), false) {
+        Ok(again) => unreproducible(&burn, &again).map_or(outcome, VerifyOutcome::Refused),
+        Err(_) => outcome,
+    }
+}
+
+/// `Some(reason)` when two fresh instances under Burn's plan computed different numbers.
+fn unreproducible(burn: &Probe, again: &Probe) -> Option<String> {
+    match numbers(again, burn) {
+        VerifyOutcome::Refused(why) => Some(format!(
+            "cannot check: two fresh instances under Burn's plan already differ ({why}); \
+             the model is not reproducible: seed the device, then initialise every parameter, in ModelFactory::build"
+        )),
+        _ => None,
+    }
 }
 
 fn compare(ours: &Probe, burn: &Probe) -> VerifyOutcome {
     if ours.fingerprint == burn.fingerprint {
         return VerifyOutcome::NotSettled("both plans executed identically".into());
     }
+    numbers(ours, burn)
+}
+
+/// The numeric comparison alone, whatever the two executed.
+fn numbers(ours: &Probe, burn: &Probe) -> VerifyOutcome {
     let all = |p: &Probe| p.losses.iter().chain(&p.logits).copied().collect::<Vec<f32>>();
     let (a, b) = (all(ours), all(burn));
     if a.len() != b.len() || a.iter().any(|x| !x.is_finite()) {
@@ -110,6 +135,14 @@ mod tests {
 
     fn p(losses: &[f32], logits: &[f32], fp: &str) -> Probe {
         Probe { losses: losses.to_vec(), logits: logits.to_vec(), classes: 2, fingerprint: fp.into() }
+    }
+
+    #[test]
+    fn a_model_that_differs_from_itself_is_named_unreproducible() {
+        let burn = p(&[1.0], &[0.1, 0.9, 0.8, 0.2], "a");
+        assert_eq!(unreproducible(&burn, &p(&[1.0], &[0.1, 0.9, 0.8, 0.2], "a")), None);
+        let why = unreproducible(&burn, &p(&[1.3], &[0.1, 0.9, 0.8, 0.2], "a")).expect("differs");
+        assert!(why.starts_with("cannot check: two fresh instances") && why.contains("not reproducible"), "{why}");
     }
 
     #[test]
