@@ -63,7 +63,7 @@ enum Command {
     /// partition of the last step and step times.
     Run(run::RunArgs),
     /// Measure candidate plans on the device and emit the winner as a plan file with a report.
-    #[command(after_help = "Examples:\n  blazec tune attention-d257 --device vulkan -o plans/attention-d257.ron\n  blazec tune attention-d257 --device lavapipe --batch 2 --seq 32 --budget 8 -o /tmp/plan.ron\n  blazec tune attention-d257 --device vulkan --aa-rounds 100 -o /tmp/aa/plan.ron")]
+    #[command(after_help = "Examples:\n  blazec tune attention-d257 --device vulkan -o plans/attention-d257.ron\n  blazec tune attention-d257 --device lavapipe --batch 2 --seq 32 --budget 8 -o /tmp/plan.ron\n  blazec tune attention-d257 --device vulkan --aa-rounds 100 -o /tmp/aa/plan.ron\n\nThe candidates run in a worker process: one that hangs (no progress for --hang-timeout seconds) or crashes it is recorded as broken in the report and the tune goes on without it. Ctrl-C leaves no partial plan: every output is written at the end, each atomically.")]
     Tune(crate::tune_cli::TuneArgs),
     /// Burn's plan against a plan file with hand-chosen cuts, on attention-d257 training.
     Demo(demo::DemoArgs),

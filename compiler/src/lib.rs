@@ -21,3 +21,4 @@ pub mod space;
 pub mod tracing;
 pub mod tune;
 pub mod tune_cli;
+pub mod tune_supervise;

@@ -1,7 +1,7 @@
 //! `blazec tune` front end: device check, fusion-off arm, A/A mode, atomic outputs.
 use crate::cli::{ModelArgs, Resolver, resolve_model};
 use crate::run::{to_ron, write_atomic};
-use crate::tune::{TuneOptions, report, stats::{self, Summary}, tune};
+use crate::tune::{TuneOptions, journal, report, stats::{self, Summary}, tune};
 use anyhow::{Context, bail};
 use clap::Args;
 use std::io::IsTerminal;
@@ -44,9 +44,19 @@ pub struct TuneArgs {
     /// Print each stage with its elapsed time even when stderr is not a terminal.
     #[arg(short, long)]
     pub verbose: bool,
+    /// Seconds a candidate may go without progress (its steps block, or its process dies)
+    /// before it is recorded as broken and the tune goes on without it.
+    #[arg(long, default_value_t = 300)]
+    pub hang_timeout: u64,
     /// Test only: make candidate N compute something different during verification.
     #[arg(long, hide = true)]
     pub inject_fault: Option<usize>,
+    /// Test only: make installing candidate N block forever (a hung candidate).
+    #[arg(long, hide = true)]
+    pub inject_hang: Option<usize>,
+    /// Test only: make installing candidate N panic (a crashing candidate).
+    #[arg(long, hide = true)]
+    pub inject_panic: Option<usize>,
 }
 
 pub fn check_device(requested: &str) -> anyhow::Result<()> {
@@ -64,23 +74,38 @@ pub fn check_device(requested: &str) -> anyhow::Result<()> {
 pub fn run_tune(resolve: &Resolver, args: &TuneArgs) -> anyhow::Result<()> {
     check_device(&args.device)?;
     let factory = resolve_model(resolve, &args.model)?;
-    let tty = std::io::stderr().is_terminal();
-    let started = std::time::Instant::now();
-    let verbose = args.verbose;
-    let mut progress = |stage: &str| {
-        if verbose {
-            eprintln!("[blazec tune {:7.1} s] {stage}", started.elapsed().as_secs_f64());
-        } else if tty {
-            eprint!("\r\x1b[2K[blazec tune] {stage}");
-        }
-    };
     let dir = args.output.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     if let Some(rounds) = args.aa_rounds {
         return aa(factory.as_ref(), args, rounds, &dir);
     }
-    progress("fusion off (separate process)");
-    let fusion_off = if args.no_fusion_off { None } else { Some(fusion_off_arm(&args.model, args.rounds.max(5))?) };
+    if journal::open_from_env() {
+        return worker(factory.as_ref(), args, &dir);
+    }
+    crate::tune_supervise::supervise(args, &mut progress_printer(args.verbose))
+}
+
+/// Prints a stage: one line each with `-v`, a rewritten line on a terminal, nothing when piped.
+pub fn progress_printer(verbose: bool) -> impl FnMut(&str) {
+    let tty = std::io::stderr().is_terminal();
+    let started = std::time::Instant::now();
+    move |stage: &str| {
+        if verbose {
+            eprintln!("[blazec tune {:7.1} s] {stage}", started.elapsed().as_secs_f64());
+        } else if tty {
+            eprint!("\r\x1b[2K[blazec tune] {stage}");
+        }
+    }
+}
+
+/// The pipeline, in the worker process; writes every output atomically at the end.
+fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path) -> anyhow::Result<()> {
+    journal::inject_hang(args.inject_hang);
+    journal::inject_panic(args.inject_panic);
+    let fusion_off = match std::env::var(journal::FUSION_OFF_ENV) {
+        Ok(text) => Some(ron::from_str::<Summary>(&text).context("fusion-off summary from the supervisor")?),
+        Err(_) => None,
+    };
     let stem = args.output.file_stem().map_or("plan".into(), |s| s.to_string_lossy().into_owned());
     let results = dir.join(format!("{stem}.results.ron"));
     let opts = TuneOptions {
@@ -93,9 +118,11 @@ pub fn run_tune(resolve: &Resolver, args: &TuneArgs) -> anyhow::Result<()> {
         fusion_off,
         results_file: results.display().to_string(),
         greedy: args.greedy.map(|n| (n, args.rounds, args.greedy_max_rounds)),
+        broken: journal::broken_from_env(),
     };
-    let result = tune(factory.as_ref(), &opts, &mut progress)?;
-    if tty && !verbose {
+    let mut progress = progress_printer(args.verbose);
+    let result = tune(factory, &opts, &mut progress)?;
+    if std::io::stderr().is_terminal() && !args.verbose {
         eprintln!();
     }
     write_atomic(&results, &to_ron(&result))?;
@@ -106,8 +133,7 @@ pub fn run_tune(resolve: &Resolver, args: &TuneArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Times the model in a child process with fusion off (a per-process Burn setting).
-fn fusion_off_arm(model: &ModelArgs, steps: u32) -> anyhow::Result<Summary> {
+pub(crate) fn fusion_off_arm(model: &ModelArgs, steps: u32) -> anyhow::Result<Summary> {
     let regime = model.regime.to_string();
     let run = crate::child::ChildRun {
         model: &model.model,

@@ -1,6 +1,7 @@
 //! `blazec tune`: trace → enumerate → canonicalise → confirm → measure → verify → select →
 //! emit plan.ron with a report. Burn's plan is candidate 0; a plan is kept only if it beats
 //! Burn's by more than the noise band and verifies.
+pub mod journal;
 pub mod measure;
 pub mod report;
 pub mod stats;
@@ -31,6 +32,8 @@ pub struct TuneOptions {
     pub results_file: String,
     /// Greedy path instead of enumeration: (challengers per round, rounds per race, max rounds).
     pub greedy: Option<(usize, u32, usize)>,
+    /// Candidates an earlier worker found broken (hung or crashed): left out, reported.
+    pub broken: Vec<(usize, String)>,
 }
 
 /// One timed candidate.
@@ -83,7 +86,8 @@ pub fn tune(factory: &dyn ModelFactory, opts: &TuneOptions, progress: &mut dyn F
         None => candidates(&traced, opts.budget, opts.seed),
         Some(g) => greedy_candidates(model.as_mut(), &traced, g, progress),
     };
-    let reps: Vec<&Candidate> = canon.representatives().into_iter().map(|i| &cands[i]).collect();
+    let left_out = |c: &&Candidate| opts.broken.iter().any(|(id, _)| *id == c.id);
+    let reps: Vec<&Candidate> = canon.representatives().into_iter().map(|i| &cands[i]).filter(|c| !left_out(c)).collect();
 
     let warm = Instant::now();
     let parts = executed_partitions(model.as_mut(), &reps, |i, n| progress(&format!("confirm {}/{n}", i + 1)));
@@ -142,7 +146,7 @@ pub fn tune(factory: &dyn ModelFactory, opts: &TuneOptions, progress: &mut dyn F
         requested: cands.len(),
         collapsed_by_egraph: canon.collapsed(),
         collapsed_by_confirm: groups.iter().map(|g| g.len() - 1).sum(),
-        broken: samples.broken.into_iter().collect(),
+        broken: opts.broken.iter().cloned().chain(samples.broken).collect(),
         fusion_off: opts.fusion_off.clone(),
         selected,
         selected_text: cands[selected].to_text(),

@@ -15,6 +15,9 @@ pub fn markdown(r: &TuneResult) -> String {
     for t in &r.timed {
         let _ = writeln!(md, "| c{} | {} | {:.3} | {:.3} | {} | {} |", t.id, t.cuts, t.summary.median, t.summary.spread(), t.summary.n, t.outcome);
     }
+    for (id, why) in &r.broken {
+        let _ = writeln!(md, "| c{id} | | – | – | 0 | broken: {why} |");
+    }
     if let Some(off) = &r.fusion_off {
         let _ = writeln!(md, "| fusion off | (separate process) | {:.3} | {:.3} | {} | stock setting |", off.median, off.spread(), off.n);
     }
