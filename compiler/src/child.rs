@@ -37,6 +37,7 @@ impl ChildRun<'_> {
     fn command(&self, report: &PathBuf) -> Result<Command, String> {
         let exe = std::env::current_exe().map_err(|e| format!("cannot find own executable: {e}"))?;
         let mut cmd = Command::new(exe);
+        cmd.env(crate::orphan::ENV, "1");
         cmd.args(["run", self.model, "--regime", self.regime]);
         cmd.args(["--warmup", &self.warmup.to_string(), "--steps", &self.steps.to_string()]);
         cmd.arg("--report").arg(report);

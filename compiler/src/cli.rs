@@ -1,4 +1,5 @@
-//! Command line. Exit codes: 0 success; 1 failure (message on stderr); 2 bad usage.
+//! Command line. Exit codes: 0 success; 1 failure (message on stderr); 2 bad usage; 130 a
+//! child process of blazec whose blazec parent went away (`orphan.rs`).
 use crate::{demo, run, tracing};
 use blaze_ir::plan::Regime;
 use blaze_runtime::ModelFactory;
@@ -130,6 +131,7 @@ pub fn main_with(resolve: &Resolver) -> i32 {
             return if e.use_stderr() { 2 } else { 0 };
         }
     };
+    crate::orphan::exit_with_parent_if_asked();
     match dispatch(cli.command, resolve) {
         Ok(()) => 0,
         Err(e) => {

@@ -14,6 +14,7 @@ pub mod cli;
 pub mod confirm;
 pub mod enumerate;
 pub mod greedy;
+pub mod orphan;
 pub mod demo;
 pub mod run;
 pub mod session;

@@ -93,8 +93,34 @@ pub fn progress_printer(verbose: bool) -> impl FnMut(&str) {
         if verbose {
             eprintln!("[blazec tune {:7.1} s] {stage}", started.elapsed().as_secs_f64());
         } else if tty {
-            eprint!("\r\x1b[2K[blazec tune] {stage}");
+            eprint!("\r\x1b[2K[blazec tune {:5.0} s] {stage} {}", started.elapsed().as_secs_f64(), bar(stage));
         }
+    }
+}
+
+/// A 20-character bar for stages that count (`confirm 3/16`, `round 4/15`); empty otherwise.
+fn bar(stage: &str) -> String {
+    let counted = stage.split_whitespace().find_map(|w| {
+        let (k, n) = w.split_once('/')?;
+        Some((k.parse::<usize>().ok()?, n.parse::<usize>().ok()?))
+    });
+    match counted {
+        Some((k, n)) if n > 0 && k <= n => {
+            let full = 20 * k / n;
+            format!("[{}{}]", "#".repeat(full), "-".repeat(20 - full))
+        }
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn bar_fills_with_the_count_and_ignores_other_stages() {
+        assert_eq!(super::bar("confirm 5/20"), format!("[{}{}]", "#".repeat(5), "-".repeat(15)));
+        assert_eq!(super::bar("round 15/15"), format!("[{}]", "#".repeat(20)));
+        assert_eq!(super::bar("trace"), "");
+        assert_eq!(super::bar("3 survivors of 4 requested; measuring"), "");
     }
 }
 

@@ -56,7 +56,7 @@ pub fn supervise(args: &TuneArgs, progress: &mut dyn FnMut(&str)) -> anyhow::Res
 fn worker_command(journal: &Path, broken: &[(usize, String)], fusion_off: Option<&crate::tune::stats::Summary>) -> anyhow::Result<Command> {
     let mut cmd = Command::new(std::env::current_exe().context("cannot find own executable")?);
     cmd.args(std::env::args_os().skip(1));
-    cmd.env(JOURNAL_ENV, journal).env(BROKEN_ENV, journal::encode_broken(broken));
+    cmd.env(JOURNAL_ENV, journal).env(BROKEN_ENV, journal::encode_broken(broken)).env(crate::orphan::ENV, "1");
     if let Some(off) = fusion_off {
         cmd.env(FUSION_OFF_ENV, ron::to_string(off)?);
     }

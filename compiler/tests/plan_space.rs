@@ -33,12 +33,9 @@ fn verify_gate_refuses_a_faulty_plan_and_verifies_a_sound_one() {
 #[test]
 fn tune_records_a_hanging_and_a_crashing_candidate_as_broken_and_goes_on() {
     let dir = scratch("tune-broken");
-    let plan = dir.join("plan.ron");
-    let mut args = vec!["tune"];
-    args.extend(SMALL);
-    args.extend(["--regime", "forward", "--device", "lavapipe", "--budget", "4", "--rounds", "3", "--no-fusion-off"]);
-    args.extend(["--hang-timeout", "10", "--inject-hang", "2", "--inject-panic", "3", "-o", plan.to_str().unwrap()]);
-    let out = ok(&args);
+    let mut args = small_tune(&dir);
+    args.extend(["--hang-timeout", "10", "--inject-hang", "2", "--inject-panic", "3"].map(String::from));
+    let out = ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(stderr.contains("candidate c2 hung: no progress for 10 s; recorded as broken"), "{stderr}");
     assert!(stderr.contains("candidate c3 crashed the worker"), "{stderr}");
@@ -50,5 +47,37 @@ fn tune_records_a_hanging_and_a_crashing_candidate_as_broken_and_goes_on() {
     assert_eq!(timed, vec![0, 1], "the others are still measured");
     let report = std::fs::read_to_string(dir.join("plan.report.md")).unwrap();
     assert!(report.contains("| c2 | | – | – | 0 | broken: hung"), "{report}");
-    blaze_ir::PlanFile::parse(&std::fs::read_to_string(&plan).unwrap()).expect("a valid plan is written");
+    blaze_ir::PlanFile::parse(&std::fs::read_to_string(dir.join("plan.ron")).unwrap()).expect("a valid plan is written");
+}
+
+/// Issue 5: interrupting `blazec tune` (SIGINT to the tune process alone, as a process manager
+/// would send it) leaves no plan and no partial file, although the work runs in a worker process.
+#[test]
+fn interrupted_tune_leaves_no_partial_plan() {
+    let dir = scratch("tune-interrupted");
+    let args = small_tune(&dir);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_blazec"))
+        .args(&args)
+        .env("XDG_RUNTIME_DIR", std::env::var("XDG_RUNTIME_DIR").unwrap_or("/tmp".into()))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(8));
+    let killed = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    assert!(!child.wait().unwrap().success(), "an interrupted tune must not report success");
+    // An uninterrupted tune of this size takes ~45 s on lavapipe: wait past that, then look.
+    std::thread::sleep(std::time::Duration::from_secs(60));
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "an interrupted tune left {left:?}");
+}
+
+/// `blazec tune` of the small forward shape, 4 candidates, 3 rounds, writing `dir/plan.ron`.
+fn small_tune(dir: &std::path::Path) -> Vec<String> {
+    let mut args: Vec<String> = std::iter::once("tune").chain(SMALL).map(String::from).collect();
+    let rest = ["--regime", "forward", "--device", "lavapipe", "--budget", "4", "--rounds", "3", "--no-fusion-off", "-o"];
+    args.extend(rest.map(String::from));
+    args.push(dir.join("plan.ron").to_str().unwrap().to_string());
+    args
 }
