@@ -22,9 +22,18 @@ fn device() -> Device {
     return Device::wgpu(DeviceKind::DefaultDevice);
 }
 
+const USAGE: &str = "usage: blaze-overhead <d> <batch> <seq> <warmup> <steps>   (whole numbers, batch*seq < text length)";
+
 fn main() {
-    let args: Vec<usize> = std::env::args().skip(1).map(|a| a.parse().expect("numbers: d batch seq warmup steps")).collect();
-    let [d, batch, seq, warmup, steps] = args[..] else { panic!("usage: blaze-overhead <d> <batch> <seq> <warmup> <steps>") };
+    let args: Option<Vec<usize>> = std::env::args().skip(1).map(|a| a.parse().ok()).collect();
+    let Some([d, batch, seq, warmup, steps]) = args.and_then(|a| <[usize; 5]>::try_from(a).ok()) else {
+        eprintln!("{USAGE}");
+        std::process::exit(2);
+    };
+    if d == 0 || batch == 0 || seq == 0 || batch * seq + 1 >= TEXT.len() {
+        eprintln!("{USAGE}");
+        std::process::exit(2);
+    }
     let device = device().autodiff();
     device.seed(0);
     let mut model = AttentionLm::new(d, 2, 1, 0.0, seq, &device);
