@@ -1,4 +1,5 @@
-//! `blazec tune` front end: device check, fusion-off arm, A/A mode, atomic outputs.
+//! `blazec tune` front end: device check, fusion-off arm, A/A mode, the worker's pipeline and
+//! its atomic outputs (the supervising side is `tune_supervise.rs`).
 use crate::cli::{ModelArgs, Resolver, resolve_model};
 use crate::run::{to_ron, write_atomic};
 use crate::tune::{TuneOptions, journal, report, stats::{self, Summary}, tune};
@@ -113,17 +114,6 @@ fn bar(stage: &str) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn bar_fills_with_the_count_and_ignores_other_stages() {
-        assert_eq!(super::bar("confirm 5/20"), format!("[{}{}]", "#".repeat(5), "-".repeat(15)));
-        assert_eq!(super::bar("round 15/15"), format!("[{}]", "#".repeat(20)));
-        assert_eq!(super::bar("trace"), "");
-        assert_eq!(super::bar("3 survivors of 4 requested; measuring"), "");
-    }
-}
-
 /// The pipeline, in the worker process; writes every output atomically at the end.
 fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path) -> anyhow::Result<()> {
     journal::inject_hang(args.inject_hang);
@@ -159,6 +149,7 @@ fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path
     Ok(())
 }
 
+/// Times the model in a child process with fusion off (a per-process Burn setting).
 pub(crate) fn fusion_off_arm(model: &ModelArgs, steps: u32) -> anyhow::Result<Summary> {
     let regime = model.regime.to_string();
     let run = crate::child::ChildRun {
@@ -193,4 +184,15 @@ fn aa(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, rounds: u32, d
     write_atomic(&dir.join("aa.txt"), &text)?;
     print!("{text}");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn bar_fills_with_the_count_and_ignores_other_stages() {
+        assert_eq!(super::bar("confirm 5/20"), format!("[{}{}]", "#".repeat(5), "-".repeat(15)));
+        assert_eq!(super::bar("round 15/15"), format!("[{}]", "#".repeat(20)));
+        assert_eq!(super::bar("trace"), "");
+        assert_eq!(super::bar("3 survivors of 4 requested; measuring"), "");
+    }
 }
