@@ -126,3 +126,27 @@ fn registry_order_and_names() {
     }
     assert!(find("mlp-w1000", ShapeOverride::default()).is_none());
 }
+
+/// Every workload in the registry runs both regimes on this device at a small shape: finite
+/// losses, and the forward regime computes the first training step's loss (same seeded weights,
+/// same first batch), so the two regimes are the same model. gpt-small is the exception by
+/// definition: its dropout 0.1 is active in training only.
+#[test]
+fn every_workload_runs_forward_and_training() {
+    let _serial = serial();
+    let shapes = ShapeOverride { batch: Some(2), seq: Some(16) };
+    for (name, _) in blaze_workloads::list() {
+        let start = Instant::now();
+        let factory = find(&name, shapes).expect("registered workload");
+        let mut training = factory.build(Regime::Training).unwrap();
+        let train: Vec<f32> = (0..2).map(|_| training.step(false).loss).collect();
+        let mut forward = factory.build(Regime::Forward).unwrap();
+        let fwd = forward.step(true);
+        println!("{}: training {train:?}, forward {} ({:.1?})", factory.name(), fwd.loss, start.elapsed());
+        assert!(train.iter().chain([&fwd.loss]).all(|l| l.is_finite()), "{name}: non-finite loss");
+        assert!(!fwd.logits.is_empty() && fwd.logits.len() % fwd.classes == 0, "{name}: forward captured no logits");
+        if name != "gpt-small" {
+            assert!((fwd.loss - train[0]).abs() <= 1e-4 * train[0].abs().max(1.0), "{name}: forward {} vs first training step {}", fwd.loss, train[0]);
+        }
+    }
+}
