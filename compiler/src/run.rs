@@ -92,10 +92,7 @@ pub fn run_loaded(model: &mut dyn Model, loaded: Option<&LoadOutcome>, warmup: u
         Some(LoadOutcome::Applied(_)) => "applied".into(),
         Some(LoadOutcome::Fallback(e)) => format!("fallback: {e}"),
     };
-    for _ in 0..warmup {
-        model.sync();
-        losses.push(model.step(false).loss);
-    }
+    losses.extend(crate::session::settle(model, Settle::Steps(warmup as usize)));
     let (first, out) = record_step(model, false);
     losses.push(out.loss);
     let op_stream = op_stream_fingerprint(&first.traced_ops());

@@ -37,11 +37,7 @@ pub fn settle(model: &mut dyn Model, how: Settle) -> Vec<f32> {
 /// Returns the wall time they took, which is reported as a cost.
 pub fn warm_up(model: &mut dyn Model, n: u32) -> f64 {
     let start = Instant::now();
-    for _ in 0..n {
-        model.sync();
-        model.step(false);
-    }
-    model.sync();
+    settle(model, Settle::Steps(n as usize));
     start.elapsed().as_secs_f64()
 }
 
