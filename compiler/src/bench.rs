@@ -60,7 +60,7 @@ pub struct BenchFile {
 }
 
 impl BenchFile {
-    /// Reads a results file. Files written before d8526ba+1 carry the device in Rust's debug
+    /// Reads a results file. Files written by d8526ba and earlier carry the device in Rust's debug
     /// form (`DeviceInfo { .. }`); it is rewritten as a RON struct so they stay readable.
     pub fn read(path: &Path) -> anyhow::Result<BenchFile> {
         use anyhow::Context;
@@ -107,15 +107,13 @@ fn write_rows(path: &Path, rows: &[BenchRow]) -> anyhow::Result<()> {
 
 /// `--table`: merges earlier results files and prints their table with each row's source.
 pub fn table(paths: &[PathBuf]) -> anyhow::Result<()> {
-    let mut rows: Vec<BenchRow> = Vec::new();
+    let mut files = Vec::new();
     for path in paths {
         let file = BenchFile::read(path)?;
         println!("{}: {} on {} ({}), commit {}, {}", path.display(), file.rows.len(), file.device.adapter, file.device.compiler, file.commit, file.date);
-        for row in file.rows {
-            rows.retain(|r| (&r.model, &r.regime, &r.setting) != (&row.model, &row.regime, &row.setting));
-            rows.push(row);
-        }
+        files.push(file);
     }
+    let rows = merge(files);
     let mut names: Vec<String> = Vec::new();
     for r in &rows {
         if !names.contains(&r.model) {
@@ -125,6 +123,19 @@ pub fn table(paths: &[PathBuf]) -> anyhow::Result<()> {
     println!();
     print_table(&names, &rows);
     Ok(())
+}
+
+/// Rows of several files in order: a later file replaces an earlier file's cells (workload,
+/// regime, setting); the repeats inside one file all stay.
+fn merge(files: Vec<BenchFile>) -> Vec<BenchRow> {
+    let key = |r: &BenchRow| (r.model.clone(), r.regime.clone(), r.setting.clone());
+    let mut rows: Vec<BenchRow> = Vec::new();
+    for file in files {
+        let replaced: Vec<_> = file.rows.iter().map(key).collect();
+        rows.retain(|r| !replaced.contains(&key(r)));
+        rows.extend(file.rows);
+    }
+    rows
 }
 
 fn print_table(names: &[String], rows: &[BenchRow]) {
@@ -177,6 +188,19 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         assert_eq!(file.device.adapter, "NVIDIA H200");
         assert_eq!(file.rows[0].samples, vec![0.9, 1.0, 1.1]);
+    }
+
+    fn file(rows: &[(&str, f64)]) -> BenchFile {
+        let row = |(setting, ms): &(&str, f64)| BenchRow { model: "m".into(), regime: "forward".into(), setting: setting.to_string(), summary: None, samples: vec![*ms], error: None };
+        BenchFile { protocol: String::new(), device: DeviceInfo { adapter: String::new(), backend: String::new(), compiler: String::new() }, commit: String::new(), date: String::new(), rows: rows.iter().map(row).collect() }
+    }
+
+    #[test]
+    fn later_files_replace_cells_and_repeats_within_a_file_stay() {
+        let first = file(&[("default", 1.0), ("default", 2.0), ("fusion-off", 3.0)]);
+        let second = file(&[("default", 4.0), ("default", 5.0)]);
+        let samples: Vec<(String, f64)> = merge(vec![first, second]).into_iter().map(|r| (r.setting, r.samples[0])).collect();
+        assert_eq!(samples, [("fusion-off".into(), 3.0), ("default".into(), 4.0), ("default".into(), 5.0)]);
     }
 
     #[test]
