@@ -62,3 +62,26 @@ fn trace_help_has_examples_and_bad_input_is_a_clear_error() {
     let out = blazec(&["trace"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Issue 6: `blazec list` names every workload in registry order with its parameter count
+/// (counted on a built instance; the counts follow from docs/workloads.md's definitions).
+#[test]
+fn list_prints_every_workload_with_its_parameter_count() {
+    let out = String::from_utf8_lossy(&ok(&["list"]).stdout).into_owned();
+    let rows: Vec<(String, u64)> = out
+        .lines()
+        .map(|l| {
+            let mut words = l.split_whitespace();
+            (words.next().unwrap().to_string(), words.next().unwrap().parse().unwrap())
+        })
+        .collect();
+    let names: Vec<&str> = rows.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["attention-d256", "attention-d257", "attention-d258", "mlp-w1024", "mlp-w1025", "lstm-h256", "cnn-mnist", "moe-e8k2", "gpt-small", "chain-32"], "{out}");
+    let count = |name: &str| rows.iter().find(|(n, _)| n == name).unwrap().1;
+    // chain-32: one learned scalar. cnn-mnist: conv 1→16 3×3 (160) + conv 16→32 3×3 (4,640) +
+    // linear 1568→10 (15,690).
+    assert_eq!(count("chain-32"), 1);
+    assert_eq!(count("cnn-mnist"), 20_490);
+    assert_eq!(count("attention-d257"), 1_724_084);
+    assert!(rows.iter().all(|(_, p)| *p > 0), "{out}");
+}
