@@ -5,9 +5,11 @@
 # what it finished and the next call starts warm.
 #
 # Stages (space separated in $STAGES):
-#   tune:<model>:<regime>      blazec tune (budget $BUDGET, rounds $ROUNDS), wall time recorded
+#   tune:<model>:<regime>      blazec tune (budget $BUDGET, race budget $RACE_BUDGET s), wall time recorded
+#   aa:<model>:<trials>        blazec race-check, A/A: Burn's plan against itself ($AA_ROUNDS rounds at most)
+#   power:<model>:<trials>     blazec race-check with slowdowns $SLOWDOWNS (calibrated, $POWER_ROUNDS rounds)
 #   bench:<model>[,<model>..]  blazec bench (default vs fusion off), one process per row
-#   overhead:<pairs>           stock vs patched burn-fusion, ABAB, attention-d257 training
+#   overhead:<pairs>           stock vs patched burn-fusion, order AB then BA, attention-d257 training
 #   demo                       blazec demo at the reference shape
 #
 # Caches: every fresh machine starts with an empty CubeCL autotune cache (~/.cache/cubecl) and an
@@ -60,15 +62,26 @@ for stage in ${STAGES:-}; do
     tune)
       mkdir -p $R/plans
       timed ${TUNE_TIMEOUT:-400} /tmp/blazec tune $a --regime $b --device vulkan --budget ${BUDGET:-16} \
-        --rounds ${ROUNDS:-15} -v -o $R/plans/$a.$b.ron > $R/$a.$b.tune.txt 2> $R/$a.$b.progress.txt ;;
+        --race-budget ${RACE_BUDGET:-120} -v -o $R/plans/$a.$b.ron > $R/$a.$b.tune.txt 2> $R/$a.$b.progress.txt ;;
+    aa)
+      timed ${CHECK_TIMEOUT:-560} /tmp/blazec race-check $a --trials $b --slowdown 0 --rounds ${AA_ROUNDS:-60} \
+        --race-budget ${CHECK_RACE_BUDGET:-15} -o $R/aa-$a.ron > $R/aa-$a.txt 2> $R/aa-$a.progress.txt ;;
+    power)
+      timed ${CHECK_TIMEOUT:-560} /tmp/blazec race-check $a --trials $b --slowdown ${SLOWDOWNS:-0.01,0.02,0.05} \
+        --calibrate-rounds ${CALIBRATE_ROUNDS:-200} --rounds ${POWER_ROUNDS:-80} --race-budget ${CHECK_RACE_BUDGET:-15} \
+        -o $R/power-$a.ron > $R/power-$a.txt 2> $R/power-$a.progress.txt ;;
     bench)
       timed ${BENCH_TIMEOUT:-500} /tmp/blazec bench ${a//,/ } --warmup 3 --steps ${STEPS:-20} \
         --timeout ${CHILD_TIMEOUT:-200} -o $R/$name.results.ron > $R/$name.txt 2>&1 ;;
     overhead)
-      for rep in $(seq 1 $a); do for v in stock patched; do
-        name=overhead-$v-$rep
-        timed 90 /tmp/blaze-overhead-$v 257 16 256 5 40 > $R/$name.txt 2>&1
-      done; pack; done ;;
+      for rep in $(seq 1 $a); do
+        order="stock patched"; [ $((rep % 2)) -eq 0 ] && order="patched stock"
+        for v in $order; do
+          name=overhead-$v-$rep
+          timed 90 /tmp/blaze-overhead-$v 257 16 256 5 ${OVERHEAD_STEPS:-100} > $R/$name.txt 2>&1
+        done
+        [ $((rep % 4)) -eq 0 ] && pack
+      done ;;
     demo)
       timed 200 /tmp/blazec demo --steps 20 --out $R/demo > $R/demo.txt 2>&1 ;;
     *) echo "unknown stage $stage" >> $R/stages.txt ;;

@@ -64,8 +64,12 @@ enum Command {
     /// partition of the last step and step times.
     Run(run::RunArgs),
     /// Measure candidate plans on the device and emit the winner as a plan file with a report.
-    #[command(after_help = "Examples:\n  blazec tune attention-d257 --device vulkan -o plans/attention-d257.ron\n  blazec tune attention-d257 --device lavapipe --batch 2 --seq 32 --budget 8 -o /tmp/plan.ron\n  blazec tune attention-d257 --device vulkan --aa-rounds 100 -o /tmp/aa/plan.ron\n\nThe candidates run in a worker process: one that hangs (no progress for --hang-timeout seconds) or crashes it is recorded as broken in the report and the tune goes on without it. Ctrl-C leaves no partial plan: every output is written at the end, each atomically.")]
+    #[command(after_help = "Examples:\n  blazec tune attention-d257 --device vulkan -o plans/attention-d257.ron\n  blazec tune attention-d257 --device lavapipe --batch 2 --seq 32 --budget 8 -o /tmp/plan.ron\n  blazec tune attention-d257 --device vulkan --min-effect 0.02 --race-budget 60 -o plan.ron\n\nCandidates, Burn's plan and fusion off (in this process) are raced in rounds of paired visits (protocol blaze-measure/3); a plan is kept only when it is faster than Burn's plan with confidence by at least --min-effect and verifies. The report gives every candidate's ratio to Burn's plan with its interval and says why the race stopped. The candidates run in a worker process: one that hangs (no progress for --hang-timeout seconds) or crashes it is recorded as broken in the report and the tune goes on without it. Ctrl-C leaves no partial plan: every output is written at the end, each atomically.")]
     Tune(crate::tune_cli::TuneArgs),
+    /// Measure the race's error rates on this device: A/A false wins and the power to see a
+    /// known slowdown.
+    #[command(after_help = "Examples:\n  blazec race-check attention-d258 --trials 40 -o aa.ron                      # A/A\n  blazec race-check attention-d258 --trials 20 --slowdown 0.01,0.02,0.05 -o power.ron")]
+    RaceCheck(crate::race_check::RaceCheckArgs),
     /// Burn's plan against a plan file with hand-chosen cuts, on attention-d257 training.
     Demo(demo::DemoArgs),
     /// Write a plan file by hand from a trace: the cuts you name (or every k-th live cut point).
@@ -120,6 +124,25 @@ enum Command {
     },
     /// List the built-in workloads with their parameter counts.
     List,
+    /// Run a fresh seeded instance for some steps under one arm (Burn's plan, fusion off in this
+    /// process, or a plan's cuts) and write what it computed: every loss, the last logits and
+    /// the executed partition. Compares arms bit for bit across processes.
+    #[command(after_help = "Examples:\n  blazec probe attention-d257 --arm fusion-off --burn-first 3 -o off.ron\n  BURN_FUSION_MAX_EXPLORATIONS=0 blazec probe attention-d257 --arm burn -o stock-off.ron")]
+    Probe {
+        #[command(flatten)]
+        model: ModelArgs,
+        /// burn, fusion-off, or a plan file's path (its cuts).
+        #[arg(long, default_value = "burn")]
+        arm: String,
+        #[arg(long, default_value_t = crate::tune::verify::PROBE_STEPS)]
+        steps: u32,
+        /// First run this many steps of Burn's plan on another instance, so the arm is probed in
+        /// a process where Burn's plans are already cached (as in a race).
+        #[arg(long, default_value_t = 0)]
+        burn_first: u32,
+        #[arg(short, long)]
+        output: PathBuf,
+    },
 }
 
 /// Runs the CLI with `resolve` for model names. Returns the exit code.
@@ -132,6 +155,8 @@ pub fn main_with(resolve: &Resolver) -> i32 {
         }
     };
     crate::orphan::exit_with_parent_if_asked();
+    // A child of a tune uses the tune's pinned autotune cache.
+    crate::tune_cli::adopt_pinned_autotune_cache();
     match dispatch(cli.command, resolve) {
         Ok(()) => 0,
         Err(e) => {
@@ -212,7 +237,27 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
         }
         Command::Run(args) => run::run(resolve, &args),
         Command::Tune(args) => crate::tune_cli::run_tune(resolve, &args),
+        Command::RaceCheck(args) => crate::race_check::race_check(resolve, &args),
         Command::Demo(args) => demo::demo(resolve, &args),
+        Command::Probe { model, arm, steps, burn_first, output } => {
+            let factory = resolve_model(resolve, &model)?;
+            let candidate = match arm.as_str() {
+                "burn" => crate::candidate::Candidate::new(0, vec![]),
+                "fusion-off" => crate::candidate::Candidate::fusion_off(1),
+                path => {
+                    let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("--arm {path}: not burn, fusion-off or a readable plan file ({e})"))?;
+                    crate::candidate::Candidate::new(1, blaze_ir::PlanFile::parse(&text).map_err(anyhow::Error::msg)?.cuts)
+                }
+            };
+            if burn_first > 0 {
+                let mut other = factory.build(model.regime).map_err(anyhow::Error::msg)?;
+                crate::session::warm_up(other.as_mut(), burn_first);
+            }
+            let probe = crate::tune::verify::probe_steps(factory.as_ref(), model.regime, &candidate, false, steps).map_err(anyhow::Error::msg)?;
+            crate::run::write_atomic(&output, &crate::run::to_ron(&probe))?;
+            println!("{} {}: losses {:?}; {} blocks ({} fused); partition {}", model.model, candidate.to_text(), probe.losses, probe.blocks, probe.fused_blocks, probe.fingerprint);
+            Ok(())
+        }
         Command::List => {
             for name in resolve.names() {
                 let Some(factory) = resolve.find(&name, None, None) else { continue };

@@ -15,7 +15,9 @@ pub const CONFIRM_WARMUP: u32 = 2;
 /// Installs `candidate`'s cuts (Burn's own store for candidate 0); effective from the next sync.
 pub fn install(candidate: &Candidate) {
     crate::tune::journal::installed(candidate.id);
-    if candidate.is_burn() {
+    if candidate.unfused {
+        blaze_runtime::activate_unfused();
+    } else if candidate.is_burn() {
         activate_burn_default();
     } else {
         activate(&candidate.cuts);

@@ -2,8 +2,10 @@
 //!
 //! Processing order: [`tracing`] (capture a step) → `enumerate` (candidate plans) →
 //! `canon` (e-graph: collapse requests that must execute identically) → `confirm` (run each
-//! once, collapse what executed identically) → `measure` (interleaved timed rounds) → `verify`
-//! (probe under the winner and Burn's plan) → `select` (beyond the noise band) → `report`.
+//! once, collapse what executed identically) → `tune::race` over `tune::measure` visits (paired
+//! rounds against Burn's plan, fusion off in-process) → `verify` (probe under the winner and
+//! Burn's plan) → `select` (a confident winner that verifies) → `report`. `race_check` measures
+//! the race's own error rates.
 //! [`cli`] is the `blazec` front end; a user's own binary calls [`cli::main_with`] to get the
 //! same commands for its models.
 pub mod bench;
@@ -15,6 +17,8 @@ pub mod confirm;
 pub mod enumerate;
 pub mod greedy;
 pub mod orphan;
+pub mod race_check;
+pub mod ddmin;
 pub mod demo;
 pub mod run;
 pub mod session;

@@ -1,8 +1,11 @@
-//! `blazec tune` front end: device check, fusion-off arm, A/A mode, the worker's pipeline and
-//! its atomic outputs (the supervising side is `tune_supervise.rs`).
+//! `blazec tune` front end: device check, the pinned autotune cache, the fusion-off
+//! cross-check process, the worker's pipeline and its atomic outputs (the supervising side is
+//! `tune_supervise.rs`).
 use crate::cli::{ModelArgs, Resolver, resolve_model};
 use crate::run::{to_ron, write_atomic};
-use crate::tune::{TuneOptions, journal, report, stats::{self, Summary}, tune};
+use crate::tune::measure::Slowdown;
+use crate::tune::race::RaceRules;
+use crate::tune::{FusionOffChild, TuneOptions, journal, report, stats::Summary, tune};
 use anyhow::{Context, bail};
 use clap::Args;
 use std::io::IsTerminal;
@@ -23,20 +26,30 @@ pub struct TuneArgs {
     pub budget: usize,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Interleaved rounds (one timed step per candidate per round).
-    #[arg(long, default_value_t = 15)]
+    /// Most rounds of the race (a round visits Burn's plan and every candidate still racing).
+    #[arg(long, default_value_t = 300)]
     pub rounds: u32,
+    /// Rounds before the race first looks at its data.
+    #[arg(long, default_value_t = 10)]
+    pub min_rounds: u32,
+    /// Smallest relative win worth keeping, and the equivalence margin (0.01 = 1 %).
+    #[arg(long, default_value_t = 0.01)]
+    pub min_effect: f64,
+    /// Wall-time budget of the race, in seconds.
+    #[arg(long, default_value_t = 120)]
+    pub race_budget: u64,
     /// Warm-up steps before the trace.
     #[arg(long, default_value_t = 3)]
     pub warmup: u32,
-    /// Skip the fusion-off arm (a separate process with BURN_FUSION_MAX_EXPLORATIONS=0).
+    /// Skip the fusion-off cross-check (a separate process with BURN_FUSION_MAX_EXPLORATIONS=0);
+    /// fusion off is raced in-process either way.
     #[arg(long)]
     pub no_fusion_off: bool,
-    /// A/A mode: time Burn's plan against itself for this many rounds and report the
-    /// false-win rate of the selection rule (no plan is written).
+    /// CubeCL autotune cache directory for every process of this tune (default: CubeCL's own
+    /// for this working directory). Named in the results file.
     #[arg(long)]
-    pub aa_rounds: Option<u32>,
-    /// Greedy path instead of enumeration: challengers per round (rounds per race = --rounds).
+    pub autotune_cache: Option<PathBuf>,
+    /// Greedy path instead of enumeration: challengers per round (each round is a race).
     #[arg(long)]
     pub greedy: Option<usize>,
     /// Most greedy rounds.
@@ -52,6 +65,9 @@ pub struct TuneArgs {
     /// Test only: make candidate N compute something different during verification.
     #[arg(long, hide = true)]
     pub inject_fault: Option<usize>,
+    /// Test only: `N:F` makes candidate N's visits slower by the fraction F of Burn's step.
+    #[arg(long, hide = true, value_parser = parse_slowdown)]
+    pub inject_slowdown: Option<Slowdown>,
     /// Test only: make installing candidate N block forever (a hung candidate).
     #[arg(long, hide = true)]
     pub inject_hang: Option<usize>,
@@ -72,14 +88,46 @@ pub fn check_device(requested: &str) -> anyhow::Result<()> {
     }
 }
 
+pub fn parse_slowdown(text: &str) -> Result<Slowdown, String> {
+    let (id, fraction) = text.split_once(':').ok_or("expected N:F, for example 1:0.02")?;
+    let id = id.trim_start_matches('c').parse().map_err(|_| format!("`{id}` is not a candidate id"))?;
+    let fraction: f64 = fraction.parse().map_err(|_| format!("`{fraction}` is not a fraction"))?;
+    if !(0.0..=10.0).contains(&fraction) {
+        return Err(format!("slowdown {fraction} is out of range 0..=10"));
+    }
+    Ok(Slowdown { id, fraction })
+}
+
+/// Environment variable naming the pinned autotune cache; every blazec process reads it first.
+pub const AUTOTUNE_CACHE_ENV: &str = "BLAZE_AUTOTUNE_CACHE";
+
+/// Points CubeCL's autotune (and compilation) cache at `dir` in this process and every child
+/// it starts, so every candidate of a tune runs the same autotuned kernels. Call it before the
+/// first device operation and before any thread is started.
+pub fn pin_autotune_cache(dir: &Path) -> anyhow::Result<PathBuf> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create the autotune cache {}", dir.display()))?;
+    let dir = dir.canonicalize().with_context(|| format!("cannot resolve {}", dir.display()))?;
+    // SAFETY: called from `main`'s thread before any other thread exists (see the callers).
+    unsafe { std::env::set_var(AUTOTUNE_CACHE_ENV, &dir) };
+    cubecl::environment::set_root(dir.clone());
+    Ok(dir)
+}
+
+/// A process started with a pinned cache in its environment adopts it.
+pub fn adopt_pinned_autotune_cache() {
+    if let Some(dir) = std::env::var_os(AUTOTUNE_CACHE_ENV) {
+        cubecl::environment::set_root(PathBuf::from(dir));
+    }
+}
+
 pub fn run_tune(resolve: &Resolver, args: &TuneArgs) -> anyhow::Result<()> {
+    if std::env::var_os(AUTOTUNE_CACHE_ENV).is_none() {
+        pin_autotune_cache(&args.autotune_cache.clone().unwrap_or_else(cubecl::environment::root))?;
+    }
     check_device(&args.device)?;
     let factory = resolve_model(resolve, &args.model)?;
     let dir = args.output.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    if let Some(rounds) = args.aa_rounds {
-        return aa(factory.as_ref(), args, rounds, &dir);
-    }
     if journal::open_from_env() {
         return worker(factory.as_ref(), args, &dir);
     }
@@ -119,7 +167,7 @@ fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path
     journal::inject_hang(args.inject_hang);
     journal::inject_panic(args.inject_panic);
     let fusion_off = match std::env::var(journal::FUSION_OFF_ENV) {
-        Ok(text) => Some(ron::from_str::<Summary>(&text).context("fusion-off summary from the supervisor")?),
+        Ok(text) => Some(ron::from_str::<FusionOffChild>(&text).context("fusion-off cross-check from the supervisor")?),
         Err(_) => None,
     };
     let stem = args.output.file_stem().map_or("plan".into(), |s| s.to_string_lossy().into_owned());
@@ -128,12 +176,14 @@ fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path
         regime: args.model.regime,
         budget: args.budget,
         seed: args.seed,
-        rounds: args.rounds,
         warmup: args.warmup,
+        rules: race_rules(args),
         inject_fault: args.inject_fault,
+        slowdown: args.inject_slowdown,
         fusion_off,
+        autotune_cache: std::env::var(AUTOTUNE_CACHE_ENV).ok(),
         results_file: results.display().to_string(),
-        greedy: args.greedy.map(|n| (n, args.rounds, args.greedy_max_rounds)),
+        greedy: args.greedy.map(|n| (n, args.greedy_max_rounds)),
         broken: journal::broken_from_env(),
     };
     let mut progress = progress_printer(args.verbose);
@@ -149,8 +199,20 @@ fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path
     Ok(())
 }
 
-/// Times the model in a child process with fusion off (a per-process Burn setting).
-pub(crate) fn fusion_off_arm(model: &ModelArgs, steps: u32) -> anyhow::Result<Summary> {
+/// The race's rules from the command line.
+pub fn race_rules(args: &TuneArgs) -> RaceRules {
+    RaceRules {
+        min_effect: args.min_effect,
+        min_rounds: args.min_rounds,
+        max_rounds: args.rounds,
+        budget: std::time::Duration::from_secs(args.race_budget),
+        ..RaceRules::default()
+    }
+}
+
+/// Times the model in a child process with fusion off (a per-process Burn setting): the
+/// cross-check of the in-process arm.
+pub(crate) fn fusion_off_child(model: &ModelArgs, steps: u32) -> anyhow::Result<FusionOffChild> {
     let regime = model.regime.to_string();
     let run = crate::child::ChildRun {
         model: &model.model,
@@ -163,31 +225,20 @@ pub(crate) fn fusion_off_arm(model: &ModelArgs, steps: u32) -> anyhow::Result<Su
         timeout: std::time::Duration::from_secs(600),
     };
     let report = run.run().map_err(|e| anyhow::anyhow!("fusion-off run failed: {e}"))?;
-    Ok(Summary::of(&report.step_ms))
-}
-
-/// A/A: Burn's plan against itself; how often would the rule declare a winner?
-fn aa(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, rounds: u32, dir: &Path) -> anyhow::Result<()> {
-    use crate::candidate::Candidate;
-    let (a, b) = (Candidate::new(0, vec![]), Candidate::new(1, vec![]));
-    let mut model = factory.build(args.model.regime).map_err(anyhow::Error::msg)?;
-    crate::session::warm_up(model.as_mut(), args.warmup);
-    let s = crate::tune::measure::interleaved(model.as_mut(), &[&a, &b], rounds, |_, _| {});
-    let (sa, sb) = (s.ms[&0].clone(), s.ms[&1].clone());
-    let trials = (rounds / 10).max(1) as usize;
-    let (wins, n) = stats::false_win_rate(&sa, &sb, trials);
-    let text = format!(
-        "A/A {} {}: {} rounds, {} trials of {} rounds; rule declared a winner in {wins} of {n} trials (false-win rate {:.0}%)\nA: {:?}\nB: {:?}\nprotocol: {}\ndevice: {:?}\ncommit: {}\ndate: {}\nsamples A: {:?}\nsamples B: {:?}\n",
-        args.model.model, args.model.regime, rounds, n, rounds as usize / n.max(1), 100.0 * wins as f64 / n.max(1) as f64,
-        Summary::of(&sa), Summary::of(&sb), stats::PROTOCOL, blaze_workloads::device::device_info(),
-        option_env!("BLAZE_COMMIT").unwrap_or("unknown"), crate::run::now_utc(), sa, sb);
-    write_atomic(&dir.join("aa.txt"), &text)?;
-    print!("{text}");
-    Ok(())
+    Ok(FusionOffChild { summary: Summary::of(&report.step_ms), partition: report.partition.fingerprint() })
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn slowdown_parses_and_refuses_nonsense() {
+        let s = super::parse_slowdown("c1:0.02").unwrap();
+        assert_eq!((s.id, s.fraction), (1, 0.02));
+        assert!(super::parse_slowdown("1").unwrap_err().contains("N:F"));
+        assert!(super::parse_slowdown("1:-3").unwrap_err().contains("out of range"));
+        assert!(super::parse_slowdown("x:0.1").unwrap_err().contains("not a candidate id"));
+    }
+
     #[test]
     fn bar_fills_with_the_count_and_ignores_other_stages() {
         assert_eq!(super::bar("confirm 5/20"), format!("[{}{}]", "#".repeat(5), "-".repeat(15)));

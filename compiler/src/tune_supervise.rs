@@ -4,7 +4,7 @@
 //! recorded as broken and a new worker runs without it. Ordinary errors (exit 1, 2) are the
 //! user's and pass through unchanged.
 use crate::tune::journal::{self, BROKEN_ENV, FUSION_OFF_ENV, JOURNAL_ENV};
-use crate::tune_cli::{TuneArgs, fusion_off_arm};
+use crate::tune_cli::{TuneArgs, fusion_off_child};
 use anyhow::{Context, bail};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus};
@@ -24,8 +24,8 @@ pub fn supervise(args: &TuneArgs, progress: &mut dyn FnMut(&str)) -> anyhow::Res
     let fusion_off = match args.no_fusion_off {
         true => None,
         false => {
-            progress("fusion off (separate process)");
-            Some(fusion_off_arm(&args.model, args.rounds.max(5))?)
+            progress("fusion off (separate process, cross-check)");
+            Some(fusion_off_child(&args.model, 20)?)
         }
     };
     let journal = std::env::temp_dir().join(format!("blaze-tune-journal-{}", std::process::id()));
@@ -53,7 +53,7 @@ pub fn supervise(args: &TuneArgs, progress: &mut dyn FnMut(&str)) -> anyhow::Res
     outcome
 }
 
-fn worker_command(journal: &Path, broken: &[(usize, String)], fusion_off: Option<&crate::tune::stats::Summary>) -> anyhow::Result<Command> {
+fn worker_command(journal: &Path, broken: &[(usize, String)], fusion_off: Option<&crate::tune::FusionOffChild>) -> anyhow::Result<Command> {
     let mut cmd = Command::new(std::env::current_exe().context("cannot find own executable")?);
     cmd.args(std::env::args_os().skip(1));
     cmd.env(JOURNAL_ENV, journal).env(BROKEN_ENV, journal::encode_broken(broken)).env(crate::orphan::ENV, "1");

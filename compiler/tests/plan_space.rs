@@ -44,9 +44,17 @@ fn tune_records_a_hanging_and_a_crashing_candidate_as_broken_and_goes_on() {
     let broken: Vec<usize> = results.broken.iter().map(|(id, _)| *id).collect();
     assert_eq!(broken, vec![2, 3]);
     let timed: Vec<usize> = results.timed.iter().map(|t| t.id).collect();
-    assert_eq!(timed, vec![0, 1], "the others are still measured");
+    assert_eq!(timed, vec![0, 1, 4], "the others are still raced, and fusion off (c4, after the 4 requests) in-process");
+    let off = results.fusion_off_arm.as_ref().expect("fusion off is an arm of the race");
+    assert!(off.one_op_per_block && off.id == 4, "{off:?}");
+    for t in &results.timed[1..] {
+        let s = t.standing.as_ref().expect("every challenger has a paired standing");
+        assert!(s.pairs > 0 && s.lo <= s.ratio && s.ratio <= s.hi, "{s:?}");
+    }
+    assert!(!results.race_stop.is_empty() && results.protocol.starts_with("blaze-measure/3"));
     let report = std::fs::read_to_string(dir.join("plan.report.md")).unwrap();
-    assert!(report.contains("| c2 | | – | – | 0 | broken: hung"), "{report}");
+    assert!(report.contains("| c2 | | – | – | 0 | – | broken: hung"), "{report}");
+    assert!(report.contains("race: ") && report.contains("stopped: "), "{report}");
     blaze_ir::PlanFile::parse(&std::fs::read_to_string(dir.join("plan.ron")).unwrap()).expect("a valid plan is written");
 }
 

@@ -18,7 +18,7 @@ mod recorder;
 
 pub use model::{Description, Model, ModelFactory, StepOutput};
 pub use load::{LoadOutcome, PlanHandle, load_plan, load_plan_text};
-pub use policy::{CutSet, EXPLORE_PROBE_KEY, activate, activate_burn_default, activate_explore_probe};
+pub use policy::{CutSet, EXPLORE_PROBE_KEY, UNFUSED_KEY, Unfused, activate, activate_burn_default, activate_explore_probe, activate_unfused};
 pub use recorder::{RecordedOp, RecordedStep, StepRecorder};
 
 /// The Burn version the patched fuser comes from (checked against plan contracts).

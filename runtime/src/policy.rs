@@ -56,6 +56,35 @@ pub fn activate_explore_probe() -> Arc<CutSet> {
     policy
 }
 
+/// Store key of [`activate_unfused`]: even and distinct from the probe's, never a cut set's.
+pub const UNFUSED_KEY: u64 = 4;
+
+/// Fusion off, in this process: every segment explored under it runs operation by operation
+/// through Burn's unfused path and nothing is cached, exactly as under
+/// `BURN_FUSION_MAX_EXPLORATIONS=0`. Plans cached in other stores are kept, so switching back
+/// replays them. Takes effect at the next sync with no pending work.
+#[derive(Debug, Default)]
+pub struct Unfused {
+    calls: AtomicU64,
+}
+
+impl CutPolicy for Unfused {
+    fn cut_before(&self, _op: &ExploredOp<'_>) -> bool {
+        // Never reached while the policy is active (unfused segments are not explored op by
+        // op), but a cut would be the same as no fusion anyway.
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
+    fn unfused(&self) -> bool {
+        true
+    }
+}
+
+pub fn activate_unfused() {
+    burn_fusion::cut::install(Some(Arc::new(Unfused::default())), UNFUSED_KEY);
+}
+
 /// Burn's own plan, but still observing which operations Burn explores.
 pub fn activate_burn_default() -> Arc<CutSet> {
     activate(&[])

@@ -14,7 +14,8 @@ pub(crate) fn facts() -> Arc<Facts> {
 }
 
 pub(crate) fn cand(cuts: &[u64]) -> Candidate {
-    Candidate { id: 0, cuts: cuts.iter().map(|&c| BoundaryId(c)).collect() }
+    // Unsorted and with duplicates as given: the `plan-as-set` rule must do the sorting.
+    Candidate { id: 0, cuts: cuts.iter().map(|&c| BoundaryId(c)).collect(), unfused: false }
 }
 
 /// Whether the e-graph puts `a` and `b` in one class.
@@ -31,7 +32,7 @@ fn runner_records_why_it_stopped_and_is_deterministic() {
     let cands: Vec<Candidate> = [&[][..], &[2], &[10], &[11], &[2, 7], &[7, 2], &[5]]
         .iter()
         .enumerate()
-        .map(|(i, c)| Candidate { id: i, cuts: c.iter().map(|&n| BoundaryId(n)).collect() })
+        .map(|(i, c)| Candidate { id: i, cuts: c.iter().map(|&n| BoundaryId(n)).collect(), unfused: false })
         .collect();
     let a = canonicalise(&cands, facts());
     assert_eq!(a.stop_reason, "Saturated");
@@ -41,7 +42,7 @@ fn runner_records_why_it_stopped_and_is_deterministic() {
 
 #[test]
 fn reduce_rule_saturates() {
-    let cands = vec![cand(&[14]), Candidate { id: 1, cuts: vec![BoundaryId(14), BoundaryId(15)] }];
+    let cands = vec![cand(&[14]), Candidate::new(1, vec![BoundaryId(14), BoundaryId(15)])];
     let c = canonicalise(&cands, facts());
     assert_eq!(c.stop_reason, "Saturated");
     assert_eq!(c.groups.len(), 1);

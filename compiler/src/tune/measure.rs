@@ -1,52 +1,124 @@
-//! Measure: time survivors on real steps, interleaved in rounds (A B C A B C …, the start
-//! rotating each round) so drift lands on every candidate alike.
+//! Measure (protocol blaze-measure/3): visits of real steps on the device, raced by
+//! [`super::race`].
+//!
+//! A visit installs a candidate, runs one untimed step (the plan-store switch happens at its
+//! sync), then times a *block* of consecutive steps with the device synchronised only at the
+//! block's ends; the sample is the block's time per step. Blocks are sized from Burn's plan's
+//! step time after settling so that a visit lasts at least [`MIN_VISIT`]: a sample is then an
+//! average over several steps rather than one step with its occasional 2-3x outliers.
+use super::race::{Entrant, Race, RaceRules, Visitor, race};
 use crate::candidate::Candidate;
 use crate::confirm::install;
-use crate::session::timed_step;
+use crate::session::{Settle, SETTLE, settle, timed_step};
 use blaze_runtime::{Model, activate_burn_default};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
-/// Raw samples per candidate id, and candidates that broke (panicked) with the reason.
-#[derive(Clone, Debug, Default)]
-pub struct Samples {
-    pub ms: BTreeMap<usize, Vec<f64>>,
-    pub broken: BTreeMap<usize, String>,
+/// Shortest timed block per visit.
+pub const MIN_VISIT: Duration = Duration::from_millis(50);
+
+/// Steps timed to size the blocks.
+const SIZING_STEPS: usize = 5;
+
+/// How visits were sized (recorded in results files).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct VisitShape {
+    /// Median single-step time of Burn's plan after settling, ms.
+    pub step_ms: f64,
+    /// Steps in each timed block.
+    pub steps_per_visit: u32,
+    /// Untimed settling steps before the race.
+    pub settle_steps: usize,
+}
+
+/// Test-only slowdown of one candidate: every timed step of its visits is made longer by
+/// `fraction` of Burn's step time (a busy wait after the block's final sync, inside the timed
+/// region, so the added wall time is exact whatever the device does).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub struct Slowdown {
+    pub id: usize,
+    pub fraction: f64,
+}
+
+/// Races real visits of `candidates` on `model`. `candidates[0]` must be the reference (Burn's
+/// plan, id 0); the others enter as challengers.
+pub struct DeviceVisitor<'a> {
+    model: &'a mut dyn Model,
+    candidates: BTreeMap<usize, Candidate>,
+    pub shape: VisitShape,
+    slowdown: Option<(usize, Duration)>,
     pub steps: u64,
 }
 
-/// `rounds` rounds over `candidates`; each visit installs the plan, runs one settle step
-/// (the store switch happens at its sync) and one timed step.
-pub fn interleaved(model: &mut dyn Model, candidates: &[&Candidate], rounds: u32, mut progress: impl FnMut(u32, u32)) -> Samples {
-    let mut s = Samples::default();
-    // Settle under the first candidate (Burn's plan) so no candidate's first visit lands in the
-    // slow stretch that follows compilation.
-    if let Some(first) = candidates.first() {
-        install(first);
-        s.steps += crate::session::settle(model, crate::session::Settle::For(crate::session::SETTLE)).len() as u64;
-    }
-    for round in 0..rounds {
-        progress(round, rounds);
-        let n = candidates.len();
-        for k in 0..n {
-            let c = candidates[(k + round as usize) % n];
-            if s.broken.contains_key(&c.id) {
-                continue;
-            }
-            install(c);
-            let visit = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                model.sync();
-                model.step(false);
-                timed_step(model).0
-            }));
-            s.steps += 2;
-            match visit {
-                Ok(ms) => s.ms.entry(c.id).or_default().push(ms),
-                Err(_) => {
-                    s.broken.insert(c.id, "panicked while stepping".into());
-                }
-            }
+impl<'a> DeviceVisitor<'a> {
+    /// Settles under the reference, then sizes the blocks from its step time.
+    pub fn new(model: &'a mut dyn Model, candidates: &[&Candidate], slowdown: Option<Slowdown>) -> Self {
+        let reference = candidates.first().expect("a race needs Burn's plan");
+        install(reference);
+        let settle_steps = settle(model, Settle::For(SETTLE)).len();
+        let mut times: Vec<f64> = (0..SIZING_STEPS).map(|_| timed_step(model).0).collect();
+        times.sort_by(f64::total_cmp);
+        let step_ms = times[SIZING_STEPS / 2];
+        let steps_per_visit = (MIN_VISIT.as_secs_f64() * 1e3 / step_ms.max(1e-3)).ceil().max(1.0) as u32;
+        let slowdown = slowdown.map(|s| (s.id, Duration::from_secs_f64(s.fraction * step_ms / 1e3)));
+        Self {
+            model,
+            candidates: candidates.iter().map(|c| (c.id, (*c).clone())).collect(),
+            shape: VisitShape { step_ms, steps_per_visit, settle_steps },
+            slowdown,
+            steps: (settle_steps + SIZING_STEPS) as u64,
         }
     }
+}
+
+impl Visitor for DeviceVisitor<'_> {
+    fn visit(&mut self, id: usize) -> Result<f64, String> {
+        let candidate = self.candidates.get(&id).ok_or_else(|| format!("no candidate c{id}"))?;
+        install(candidate);
+        let k = self.shape.steps_per_visit;
+        let delay = self.slowdown.filter(|(s, _)| *s == id).map(|(_, d)| d * k);
+        let model = &mut *self.model;
+        let visit = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            model.sync();
+            model.step(false);
+            model.sync();
+            let start = Instant::now();
+            for _ in 0..k {
+                model.step(false);
+            }
+            model.sync();
+            if let Some(d) = delay {
+                spin_until(start.elapsed() + d, start);
+            }
+            start.elapsed().as_secs_f64() * 1e3 / k as f64
+        }));
+        self.steps += 1 + k as u64;
+        visit.map_err(|_| "panicked while stepping".to_string())
+    }
+}
+
+/// Busy-waits until `start + until` (a sleep would overshoot by the scheduler's slack).
+fn spin_until(until: Duration, start: Instant) {
+    while start.elapsed() < until {
+        std::hint::spin_loop();
+    }
+}
+
+/// A race of `candidates` (the first is the reference) on `model`; Burn's own plan is in force
+/// afterwards. `can_win` says which challengers may be kept.
+pub fn race_on_device(
+    model: &mut dyn Model,
+    candidates: &[&Candidate],
+    can_win: impl Fn(&Candidate) -> bool,
+    rules: &RaceRules,
+    slowdown: Option<Slowdown>,
+    progress: impl FnMut(u32, usize),
+) -> Result<(Race, VisitShape, u64), String> {
+    let entrants: Vec<Entrant> = candidates[1..].iter().map(|c| Entrant { id: c.id, can_win: can_win(c) }).collect();
+    let mut visitor = DeviceVisitor::new(model, candidates, slowdown);
+    let result = race(&entrants, &mut visitor, rules, progress);
+    let (shape, steps) = (visitor.shape.clone(), visitor.steps);
     activate_burn_default();
-    s
+    Ok((result?, shape, steps))
 }

@@ -1,8 +1,11 @@
-//! `blazec tune`: trace → enumerate → canonicalise → confirm → measure → verify → select →
-//! emit plan.ron with a report. Burn's plan is candidate 0; a plan is kept only if it beats
-//! Burn's by more than the noise band and verifies.
+//! `blazec tune`: trace → enumerate → canonicalise → confirm → race (with the in-process
+//! fusion-off arm) → verify → select → emit plan.ron with a report. Burn's plan is candidate 0
+//! and the reference of every paired comparison; a plan is kept only if the race shows it
+//! faster with confidence by the minimum effect and it verifies.
 pub mod journal;
 pub mod measure;
+pub mod paired;
+pub mod race;
 pub mod report;
 pub mod stats;
 pub mod verify;
@@ -14,7 +17,9 @@ use crate::tracing::{TraceOptions, trace};
 use blaze_ir::plan::{DeviceInfo, Measurements, Regime};
 use blaze_runtime::ModelFactory;
 use serde::{Deserialize, Serialize};
-use stats::{Separation, Summary, separate};
+use measure::VisitShape;
+use race::{Race, RaceRules, Standing, Verdict};
+use stats::Summary;
 use std::time::Instant;
 use verify::VerifyOutcome;
 
@@ -23,17 +28,42 @@ pub struct TuneOptions {
     pub regime: Regime,
     pub budget: usize,
     pub seed: u64,
-    pub rounds: u32,
     pub warmup: u32,
+    /// How the race decides and when it stops.
+    pub rules: RaceRules,
     /// Test-only: make this candidate compute something different during verification.
     pub inject_fault: Option<usize>,
-    /// Measured separately (a process with fusion off), if available.
-    pub fusion_off: Option<Summary>,
+    /// Test-only: make this candidate's visits slower by a known fraction.
+    pub slowdown: Option<measure::Slowdown>,
+    /// The cross-check: fusion off measured in a separate process, if it ran.
+    pub fusion_off: Option<FusionOffChild>,
+    /// The CubeCL autotune cache every process of this tune uses.
+    pub autotune_cache: Option<String>,
     pub results_file: String,
-    /// Greedy path instead of enumeration: (challengers per round, rounds per race, max rounds).
-    pub greedy: Option<(usize, u32, usize)>,
+    /// Greedy path instead of enumeration: (challengers per round, max rounds).
+    pub greedy: Option<(usize, usize)>,
     /// Candidates an earlier worker found broken (hung or crashed): left out, reported.
     pub broken: Vec<(usize, String)>,
+}
+
+/// Fusion off in a process of its own (BURN_FUSION_MAX_EXPLORATIONS=0): the cross-check of the
+/// in-process arm, not a contestant (process-to-process noise is larger than the effects).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FusionOffChild {
+    pub summary: Summary,
+    /// Executed-partition fingerprint of its recorded step.
+    pub partition: String,
+}
+
+/// The in-process fusion-off arm and what it was checked against.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FusionOffArm {
+    pub id: usize,
+    pub partition: String,
+    /// Every executed block holds exactly one operation.
+    pub one_op_per_block: bool,
+    /// Same executed partition as the separate BURN_FUSION_MAX_EXPLORATIONS=0 process, when it ran.
+    pub matches_child: Option<bool>,
 }
 
 /// One timed candidate.
@@ -45,9 +75,13 @@ pub struct Timed {
     pub samples: Vec<f64>,
     /// Why it lost, or that it was kept.
     pub outcome: String,
+    /// Its paired standing against Burn's plan (protocol 3 on; absent in older files).
+    #[serde(default)]
+    pub standing: Option<Standing>,
 }
 
-/// Everything `tune` measured and decided (also the raw results file).
+/// Everything `tune` measured and decided (also the raw results file). Fields added after
+/// protocol 2 default when an older file is read.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TuneResult {
     pub model: String,
@@ -64,6 +98,7 @@ pub struct TuneResult {
     pub collapsed_by_confirm: usize,
     pub timed: Vec<Timed>,
     pub broken: Vec<(usize, String)>,
+    /// Older files: the separate-process fusion-off summary.
     pub fusion_off: Option<Summary>,
     pub selected: usize,
     pub selected_text: String,
@@ -73,6 +108,26 @@ pub struct TuneResult {
     pub window_s: f64,
     pub break_even_default: Option<(f64, f64)>,
     pub break_even_stock: Option<(f64, f64)>,
+    #[serde(default)]
+    pub fusion_off_arm: Option<FusionOffArm>,
+    #[serde(default)]
+    pub fusion_off_child: Option<FusionOffChild>,
+    /// Why the race stopped.
+    #[serde(default)]
+    pub race_stop: String,
+    #[serde(default)]
+    pub race: Option<Race>,
+    #[serde(default)]
+    pub visit: Option<VisitShape>,
+    #[serde(default)]
+    pub autotune_cache: Option<String>,
+    /// Cold cost: trace (compilation, autotune, exploration of Burn's plan) and confirm
+    /// (the same for every candidate), untimed.
+    #[serde(default)]
+    pub trace_s: f64,
+    /// The race alone (settling, sizing and rounds).
+    #[serde(default)]
+    pub race_s: f64,
     #[serde(skip)]
     pub plan: Option<blaze_ir::PlanFile>,
 }
@@ -81,55 +136,71 @@ pub fn tune(factory: &dyn ModelFactory, opts: &TuneOptions, progress: &mut dyn F
     let start = Instant::now();
     progress("trace");
     let traced = trace(factory, &TraceOptions { regime: opts.regime, warmup: opts.warmup })?;
+    let trace_s = start.elapsed().as_secs_f64();
     let mut model = factory.build(opts.regime).map_err(anyhow::Error::msg)?;
     let (cands, canon) = match opts.greedy {
         None => candidates(&traced, opts.budget, opts.seed),
-        Some(g) => greedy_candidates(model.as_mut(), &traced, g, progress),
+        Some(g) => greedy_candidates(model.as_mut(), &traced, g, &opts.rules, progress),
     };
-    let left_out = |c: &&Candidate| opts.broken.iter().any(|(id, _)| *id == c.id);
-    let reps: Vec<&Candidate> = canon.representatives().into_iter().map(|i| &cands[i]).filter(|c| !left_out(c)).collect();
+    let left_out = |id: usize| opts.broken.iter().any(|(b, _)| *b == id);
+    let reps: Vec<&Candidate> = canon.representatives().into_iter().map(|i| &cands[i]).filter(|c| !left_out(c.id)).collect();
 
     let warm = Instant::now();
     let parts = executed_partitions(model.as_mut(), &reps, |i, n| progress(&format!("confirm {}/{n}", i + 1)));
-    let warmup_s = warm.elapsed().as_secs_f64();
     let ids: Vec<usize> = reps.iter().map(|c| c.id).collect();
     let groups = group_by_fingerprint(&ids, &parts);
-    let survivors: Vec<&Candidate> = groups.iter().map(|g| &cands[g[0]]).collect();
+    let mut racers: Vec<&Candidate> = groups.iter().map(|g| &cands[g[0]]).collect();
+    let off = Candidate::fusion_off(cands.len());
+    let off_arm = (!left_out(off.id)).then(|| fusion_off_arm(model.as_mut(), &off, opts.fusion_off.as_ref()));
+    if off_arm.is_some() {
+        racers.push(&off);
+    }
+    let warmup_s = warm.elapsed().as_secs_f64();
 
-    progress(&format!("{} survivors of {} requested; measuring", survivors.len(), cands.len()));
-    let samples = measure::interleaved(model.as_mut(), &survivors, opts.rounds, |r, n| progress(&format!("round {}/{n}", r + 1)));
+    progress(&format!("{} survivors of {} requested, and fusion off; racing", racers.len() - 1, cands.len()));
+    let race_start = Instant::now();
+    let max = opts.rules.max_rounds;
+    let (race, shape, steps) = measure::race_on_device(model.as_mut(), &racers, |c| !c.unfused, &opts.rules, opts.slowdown, |r, n| {
+        progress(&format!("round {r}/{max} ({n} racing)"))
+    })
+    .map_err(anyhow::Error::msg)?;
+    let race_s = race_start.elapsed().as_secs_f64();
     drop(model);
-    let mut timed: Vec<Timed> = survivors
+    let samples = race.samples();
+    let mut timed: Vec<Timed> = racers
         .iter()
-        .filter_map(|c| samples.ms.get(&c.id).map(|ms| Timed { id: c.id, cuts: c.to_text(), summary: Summary::of(ms), samples: ms.clone(), outcome: String::new() }))
+        .filter_map(|c| {
+            let ms = samples.get(&c.id)?;
+            let standing = race.standings.iter().find(|s| s.id == c.id).cloned();
+            let outcome = standing.as_ref().map_or("reference: Burn's plan".into(), |s| s.describe());
+            Some(Timed { id: c.id, cuts: c.to_text(), summary: Summary::of(ms), samples: ms.clone(), outcome, standing })
+        })
         .collect();
     progress("select and verify");
-    let (selected, selection, verify) = select(factory, opts, &cands, &mut timed, progress);
+    let (selected, selection, verify) = select(factory, opts, &cands, &race, &mut timed, progress);
     let window_s = start.elapsed().as_secs_f64();
 
-    let burn = timed.iter().find(|t| t.id == 0).map(|t| t.summary.clone());
-    let kept = timed.iter().find(|t| t.id == selected).map(|t| t.summary.clone());
-    let steps_in_window = samples.steps as f64 + (cands.len() as f64) * 3.0;
+    let median_of = |id: usize| timed.iter().find(|t| t.id == id).map(|t| t.summary.median);
+    let (burn, kept, off_ms) = (median_of(0), median_of(selected), median_of(off.id));
+    let steps_in_window = steps as f64 + (cands.len() as f64) * 3.0;
     let break_even = |slow: Option<f64>| -> Option<(f64, f64)> {
-        let (slow, fast) = (slow?, kept.as_ref()?.median);
+        let (slow, fast) = (slow?, kept?);
         (slow > fast).then(|| {
             let excess_s = (window_s - steps_in_window * fast / 1e3).max(0.0);
             let n = excess_s / ((slow - fast) / 1e3);
             (n, n * fast / 1e3 / 60.0)
         })
     };
-    let stock = match (&burn, &opts.fusion_off) {
-        (Some(b), Some(o)) => Some(b.median.min(o.median)),
-        (b, _) => b.as_ref().map(|b| b.median),
-    };
+    let stock = burn.map(|b| off_ms.map_or(b, |o| b.min(o)));
+    let spread = timed.iter().find(|t| t.id == selected).map_or(f64::NAN, |t| t.summary.spread());
     let mut plan = traced.plan(cands[selected].cuts.clone());
     plan.measurements = Some(Measurements {
         protocol: stats::PROTOCOL.into(),
         results_file: opts.results_file.clone(),
-        default_ms: burn.as_ref().map_or(f64::NAN, |s| s.median),
-        fusion_off_ms: opts.fusion_off.as_ref().map(|s| s.median),
-        plan_ms: kept.as_ref().map_or(f64::NAN, |s| s.median),
-        spread_ms: kept.as_ref().map_or(f64::NAN, |s| s.spread()),
+        default_ms: burn.unwrap_or(f64::NAN),
+        fusion_off_ms: off_ms,
+        plan_ms: kept.unwrap_or(f64::NAN),
+        spread_ms: spread,
         verify: format!("{verify:?}"),
         selection: selection.clone(),
     });
@@ -146,67 +217,70 @@ pub fn tune(factory: &dyn ModelFactory, opts: &TuneOptions, progress: &mut dyn F
         requested: cands.len(),
         collapsed_by_egraph: canon.collapsed(),
         collapsed_by_confirm: groups.iter().map(|g| g.len() - 1).sum(),
-        broken: opts.broken.iter().cloned().chain(samples.broken).collect(),
-        fusion_off: opts.fusion_off.clone(),
+        broken: opts.broken.iter().cloned().chain(race.standings.iter().filter_map(|s| match &s.verdict {
+            Verdict::Broken(why) => Some((s.id, why.clone())),
+            _ => None,
+        })).collect(),
+        fusion_off: None,
         selected,
         selected_text: cands[selected].to_text(),
         selection,
         verify,
         warmup_s,
         window_s,
-        break_even_default: break_even(burn.as_ref().map(|b| b.median)),
+        break_even_default: break_even(burn),
         break_even_stock: break_even(stock),
+        fusion_off_arm: off_arm,
+        fusion_off_child: opts.fusion_off.clone(),
+        race_stop: race.stop_text(),
+        visit: Some(shape),
+        autotune_cache: opts.autotune_cache.clone(),
+        trace_s,
+        race_s,
+        race: Some(race),
         timed,
         plan: Some(plan),
     })
 }
 
-/// Fastest verified survivor that beats Burn's plan beyond the band; otherwise Burn's plan.
-fn select(factory: &dyn ModelFactory, opts: &TuneOptions, cands: &[Candidate], timed: &mut [Timed], progress: &mut dyn FnMut(&str)) -> (usize, String, VerifyOutcome) {
-    let Some(burn) = timed.iter().find(|t| t.id == 0).map(|t| t.summary.clone()) else {
-        return (0, "Burn's plan was not measured; kept".into(), VerifyOutcome::NothingToCheck);
-    };
-    let mut order: Vec<usize> = (0..timed.len()).collect();
-    order.sort_by(|&a, &b| timed[a].summary.median.total_cmp(&timed[b].summary.median));
-    let mut chosen: Option<(usize, String, VerifyOutcome)> = None;
-    let mut first_refusal: Option<VerifyOutcome> = None;
-    for &i in &order {
-        let t = &mut timed[i];
-        if t.id == 0 {
-            t.outcome = "incumbent (Burn's plan)".into();
-            continue;
-        }
-        if chosen.is_some() {
-            t.outcome = "slower than the kept plan".into();
-            continue;
-        }
-        match separate(&burn, &t.summary) {
-            Separation::Loses => t.outcome = "slower than Burn's plan beyond the band".into(),
-            Separation::NotSeparated => t.outcome = "not separated from Burn's plan".into(),
-            Separation::Wins => {
-                progress(&format!("verify c{}", t.id));
-                let v = verify::verify(factory, opts.regime, &cands[t.id], opts.inject_fault == Some(t.id));
-                if v.keeps() {
-                    t.outcome = "kept: beats Burn's plan beyond the band, verified".into();
-                    chosen = Some((t.id, format!("c{} beats Burn's plan by {:.3} ms (> band)", t.id, burn.median - t.summary.median), v));
-                } else {
-                    t.outcome = format!("refused by verify: {v:?}");
-                    first_refusal.get_or_insert(v);
-                }
-            }
-        }
+/// Confirms the in-process fusion-off arm: one operation per executed block, and the same
+/// partition as the separate fusion-off process when that ran.
+fn fusion_off_arm(model: &mut dyn blaze_runtime::Model, off: &Candidate, child: Option<&FusionOffChild>) -> FusionOffArm {
+    let part = executed_partitions(model, &[off], |_, _| {}).remove(0);
+    let partition = part.fingerprint();
+    FusionOffArm {
+        id: off.id,
+        one_op_per_block: part.blocks.iter().all(|b| b.len() == 1),
+        matches_child: child.map(|c| c.partition == partition),
+        partition,
     }
-    chosen.unwrap_or_else(|| {
-        let why = match first_refusal {
-            Some(_) => "every separated winner was refused by verify; Burn's plan kept",
-            None => "not separated: no candidate beats Burn's plan by more than the band; Burn's plan kept",
-        };
-        (0, why.into(), first_refusal.unwrap_or(VerifyOutcome::NothingToCheck))
-    })
 }
 
-/// Burn's plan and the plan the greedy path ended on, raced on `model` round by round.
-fn greedy_candidates(model: &mut dyn blaze_runtime::Model, traced: &blaze_ir::Trace, (per_round, rounds, max_rounds): (usize, u32, usize), progress: &mut dyn FnMut(&str)) -> (Vec<Candidate>, crate::canon::Canonical) {
+/// The best verified winner of the race; otherwise Burn's plan. Never a tie: a candidate the
+/// race could not separate is reported as such.
+fn select(factory: &dyn ModelFactory, opts: &TuneOptions, cands: &[Candidate], race: &Race, timed: &mut [Timed], progress: &mut dyn FnMut(&str)) -> (usize, String, VerifyOutcome) {
+    let mut first_refusal: Option<VerifyOutcome> = None;
+    for w in race.winners() {
+        progress(&format!("verify c{}", w.id));
+        let v = verify::verify(factory, opts.regime, &cands[w.id], opts.inject_fault == Some(w.id));
+        let t = timed.iter_mut().find(|t| t.id == w.id).expect("winners were timed");
+        if v.keeps() {
+            t.outcome = format!("kept: {}; verified", w.describe());
+            return (w.id, format!("c{} {}; {}", w.id, w.describe(), race.stop_text()), v);
+        }
+        t.outcome = format!("refused by verify: {v:?} ({})", w.describe());
+        first_refusal.get_or_insert(v);
+    }
+    let why = match first_refusal {
+        Some(_) => format!("every winner was refused by verify; Burn's plan kept ({})", race.stop_text()),
+        None => format!("no candidate is faster than Burn's plan with confidence by the minimum effect; Burn's plan kept ({})", race.stop_text()),
+    };
+    (0, why, first_refusal.unwrap_or(VerifyOutcome::NothingToCheck))
+}
+
+/// Burn's plan and the plan the greedy path ended on, raced on `model` round by round: each
+/// round's incumbent is the race's reference and a challenger is kept only if it wins the race.
+fn greedy_candidates(model: &mut dyn blaze_runtime::Model, traced: &blaze_ir::Trace, (per_round, max_rounds): (usize, usize), rules: &RaceRules, progress: &mut dyn FnMut(&str)) -> (Vec<Candidate>, crate::canon::Canonical) {
     let path = crate::greedy::greedy(&traced.live_cut_points(), per_round, max_rounds, |inc, challengers| {
         progress(&format!("greedy: {} cut(s) kept, racing {} challengers", inc.len(), challengers.len()));
         let all: Vec<Candidate> = std::iter::once(Candidate::new(0, inc.to_vec()))
@@ -218,13 +292,8 @@ fn greedy_candidates(model: &mut dyn blaze_runtime::Model, traced: &blaze_ir::Tr
             crate::confirm::install(c);
             crate::session::warm_up(model, crate::confirm::CONFIRM_WARMUP);
         }
-        let s = measure::interleaved(model, &refs, rounds, |_, _| {});
-        let inc = Summary::of(s.ms.get(&0)?);
-        (1..all.len())
-            .filter_map(|i| s.ms.get(&i).map(|ms| (i, Summary::of(ms))))
-            .filter(|(_, sum)| separate(&inc, sum) == Separation::Wins)
-            .min_by(|a, b| a.1.median.total_cmp(&b.1.median))
-            .map(|(i, _)| i - 1)
+        let (race, _, _) = measure::race_on_device(model, &refs, |_| true, rules, None, |_, _| {}).ok()?;
+        race.winners().first().map(|w| w.id - 1)
     });
     progress(&format!("greedy stopped: {} ({} challengers tried)", path.stop_reason, path.challengers_tried));
     let mut cands = vec![Candidate::new(0, vec![])];

@@ -6,20 +6,41 @@ pub fn markdown(r: &TuneResult) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# blazec tune: {} {}\n", r.model, r.regime);
     let _ = writeln!(md, "- device: {} ({}, {}); Burn {}; commit {}; {}", r.device.adapter, r.device.backend, r.device.compiler, r.burn_version, r.commit, r.date);
-    let _ = writeln!(md, "- protocol: {}", super::stats::PROTOCOL);
+    let _ = writeln!(md, "- protocol: {}", r.protocol);
     let _ = writeln!(md, "- raw samples: {}", r.results_file);
     let _ = writeln!(md, "- requested {} plans; e-graph collapsed {}; confirm collapsed {}; duplicates {:.0}% of requests; {} timed",
         r.requested, r.collapsed_by_egraph, r.collapsed_by_confirm, 100.0 * (r.collapsed_by_egraph + r.collapsed_by_confirm) as f64 / r.requested.max(1) as f64, r.timed.len());
-    let _ = writeln!(md, "- warm-up cost (untimed): {:.1} s; selection window: {:.1} s\n", r.warmup_s, r.window_s);
-    let _ = writeln!(md, "| candidate | cuts | median ms | IQR ms | n | outcome |\n|---|---|---|---|---|---|");
+    let _ = writeln!(md, "- cold cost (untimed: compilation, autotune, exploration): trace {:.1} s, confirm {:.1} s; race {:.1} s; whole selection window {:.1} s", r.trace_s, r.warmup_s, r.race_s, r.window_s);
+    if let Some(cache) = &r.autotune_cache {
+        let _ = writeln!(md, "- CubeCL autotune cache (pinned for every process of this tune): {cache}");
+    }
+    if let Some(v) = &r.visit {
+        let _ = writeln!(md, "- visits: 1 untimed step + {} timed steps (Burn's step {:.3} ms after {} settling steps)", v.steps_per_visit, v.step_ms, v.settle_steps);
+    }
+    if let Some(race) = &r.race {
+        let _ = writeln!(md, "- race: {} rounds, looks at {:?} of {:?}; stopped: {}", race.rounds.len(), race.looks_done, race.looks_planned, r.race_stop);
+    }
+    if let Some(off) = &r.fusion_off_arm {
+        let check = match off.matches_child {
+            Some(true) => "the same executed partition as the separate BURN_FUSION_MAX_EXPLORATIONS=0 process",
+            Some(false) => "a DIFFERENT executed partition from the separate BURN_FUSION_MAX_EXPLORATIONS=0 process",
+            None => "not cross-checked against a separate process",
+        };
+        let _ = writeln!(md, "- fusion off (c{}, in this process): one operation per block: {}; {check}", off.id, off.one_op_per_block);
+    }
+    let _ = writeln!(md, "\n| candidate | cuts | median ms | IQR ms | n | ratio to Burn [interval] | outcome |\n|---|---|---|---|---|---|---|");
     for t in &r.timed {
-        let _ = writeln!(md, "| c{} | {} | {:.3} | {:.3} | {} | {} |", t.id, t.cuts, t.summary.median, t.summary.spread(), t.summary.n, t.outcome);
+        let ratio = t.standing.as_ref().map_or("–".into(), |s| format!("{:.4} [{:.4}, {:.4}]", s.ratio, s.lo, s.hi));
+        let _ = writeln!(md, "| c{} | {} | {:.3} | {:.3} | {} | {ratio} | {} |", t.id, t.cuts, t.summary.median, t.summary.spread(), t.summary.n, t.outcome);
     }
     for (id, why) in &r.broken {
-        let _ = writeln!(md, "| c{id} | | – | – | 0 | broken: {why} |");
+        if !r.timed.iter().any(|t| t.id == *id) {
+            let _ = writeln!(md, "| c{id} | | – | – | 0 | – | broken: {why} |");
+        }
     }
-    if let Some(off) = &r.fusion_off {
-        let _ = writeln!(md, "| fusion off | (separate process) | {:.3} | {:.3} | {} | stock setting |", off.median, off.spread(), off.n);
+    let child = r.fusion_off.as_ref().or(r.fusion_off_child.as_ref().map(|c| &c.summary));
+    if let Some(off) = child {
+        let _ = writeln!(md, "| fusion off | (separate process, cross-check only) | {:.3} | {:.3} | {} | – | not raced: another process |", off.median, off.spread(), off.n);
     }
     let _ = writeln!(md, "\n**Selected:** {} — {}", r.selected_text, r.selection);
     let _ = writeln!(md, "\n**Verify:** {:?}", r.verify);

@@ -31,26 +31,41 @@ impl VerifyOutcome {
     }
 }
 
-struct Probe {
-    losses: Vec<f32>,
-    logits: Vec<f32>,
-    classes: usize,
-    fingerprint: String,
+/// What a fresh seeded instance computed under one plan: every step's loss, the last step's
+/// logits and executed partition.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Probe {
+    pub losses: Vec<f32>,
+    pub logits: Vec<f32>,
+    pub classes: usize,
+    pub fingerprint: String,
+    /// Executed blocks of the last step, and how many of them fused several operations.
+    #[serde(default)]
+    pub blocks: usize,
+    #[serde(default)]
+    pub fused_blocks: usize,
 }
 
 fn probe(factory: &dyn ModelFactory, regime: Regime, candidate: &Candidate, fault: bool) -> Result<Probe, String> {
+    probe_steps(factory, regime, candidate, fault, PROBE_STEPS)
+}
+
+/// Builds a fresh instance under `candidate` and runs `steps` steps (at least 1); Burn's own
+/// plan is in force again afterwards.
+pub fn probe_steps(factory: &dyn ModelFactory, regime: Regime, candidate: &Candidate, fault: bool, steps: u32) -> Result<Probe, String> {
     install(candidate);
     blaze_runtime::fault::inject(fault);
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut model = factory.build(regime)?;
         let mut losses = Vec::new();
-        for _ in 1..PROBE_STEPS {
+        for _ in 1..steps.max(1) {
             model.sync();
             losses.push(model.step(false).loss);
         }
         let (step, out) = record_step(model.as_mut(), true);
         losses.push(out.loss);
-        Ok(Probe { losses, logits: out.logits, classes: out.classes, fingerprint: step.partition.fingerprint() })
+        let p = &step.partition;
+        Ok(Probe { losses, logits: out.logits, classes: out.classes, fingerprint: p.fingerprint(), blocks: p.blocks.len(), fused_blocks: p.fused_blocks().count() })
     }));
     blaze_runtime::fault::inject(false);
     activate_burn_default();
@@ -134,7 +149,7 @@ mod tests {
     use super::*;
 
     fn p(losses: &[f32], logits: &[f32], fp: &str) -> Probe {
-        Probe { losses: losses.to_vec(), logits: logits.to_vec(), classes: 2, fingerprint: fp.into() }
+        Probe { losses: losses.to_vec(), logits: logits.to_vec(), classes: 2, fingerprint: fp.into(), blocks: 1, fused_blocks: 0 }
     }
 
     #[test]

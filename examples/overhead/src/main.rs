@@ -3,7 +3,9 @@
 //! published, unpatched burn-fusion (see Cargo.toml): same source, same lock file, only the
 //! burn-fusion copy differs.
 //!
-//! Usage: blaze-overhead <d> <batch> <seq> <warmup> <steps>; prints one line per timed step.
+//! Usage: blaze-overhead <d> <batch> <seq> <warmup> <steps> [settle_ms]; prints one line per
+//! timed step. After the warm-up steps it steps untimed for `settle_ms` (default 1000, as
+//! protocol blaze-measure/2 and later) so the clocks recover from the compilation pause.
 #[path = "../../workloads/src/attention_model.rs"]
 mod attention_model;
 
@@ -22,11 +24,17 @@ fn device() -> Device {
     return Device::wgpu(DeviceKind::DefaultDevice);
 }
 
-const USAGE: &str = "usage: blaze-overhead <d> <batch> <seq> <warmup> <steps>   (whole numbers, batch*seq < text length)";
+const USAGE: &str = "usage: blaze-overhead <d> <batch> <seq> <warmup> <steps> [settle_ms]   (whole numbers, batch*seq < text length)";
 
 fn main() {
     let args: Option<Vec<usize>> = std::env::args().skip(1).map(|a| a.parse().ok()).collect();
-    let Some([d, batch, seq, warmup, steps]) = args.and_then(|a| <[usize; 5]>::try_from(a).ok()) else {
+    let args = args.map(|mut a| {
+        if a.len() == 5 {
+            a.push(1000);
+        }
+        a
+    });
+    let Some([d, batch, seq, warmup, steps, settle_ms]) = args.and_then(|a| <[usize; 6]>::try_from(a).ok()) else {
         eprintln!("{USAGE}");
         std::process::exit(2);
     };
@@ -39,7 +47,10 @@ fn main() {
     let mut model = AttentionLm::new(d, 2, 1, 0.0, seq, &device);
     let mut optim = AdamConfig::new().with_beta_1(0.9).with_beta_2(0.999).with_epsilon(1e-8).init();
     let loss_fn = CrossEntropyLossConfig::new().init(&device);
-    for step in 0..warmup + steps {
+    let mut settle_until: Option<Instant> = None;
+    let mut step = 0;
+    let mut timed = 0;
+    while timed < steps {
         let at = (step * 7919) % (TEXT.len() - batch * seq - 1);
         let xs: Vec<i64> = TEXT[at..at + batch * seq].iter().map(|b| (b & 0x7f) as i64).collect();
         let ys: Vec<i64> = TEXT[at + 1..at + batch * seq + 1].iter().map(|b| (b & 0x7f) as i64).collect();
@@ -53,8 +64,15 @@ fn main() {
         model = optim.step(3e-4, model, grads);
         let value = loss.into_data().try_to_vec::<f32>().unwrap()[0];
         let ms = start.elapsed().as_secs_f64() * 1e3;
-        if step >= warmup {
-            println!("step {step} ms {ms:.4} loss {value:.6}");
+        step += 1;
+        if step <= warmup {
+            continue;
         }
+        let until = *settle_until.get_or_insert_with(|| Instant::now() + std::time::Duration::from_millis(settle_ms as u64));
+        if Instant::now() < until {
+            continue;
+        }
+        println!("step {step} ms {ms:.4} loss {value:.6}");
+        timed += 1;
     }
 }

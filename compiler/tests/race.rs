@@ -1,0 +1,63 @@
+//! Issue 11 on the real device (lavapipe in CI): fusion off is an arm of the same process that
+//! computes exactly what a BURN_FUSION_MAX_EXPLORATIONS=0 process computes, and `race-check`
+//! finds a known slowdown.
+mod common;
+use blaze_compiler::tune::verify::Probe;
+use common::*;
+
+fn probe(dir: &std::path::Path, tag: &str, arm: &str, extra: &[&str], env: &[(&str, &str)]) -> Probe {
+    let out = dir.join(format!("{tag}.ron"));
+    let mut args = vec!["probe"];
+    args.extend(SMALL);
+    args.extend(["--regime", "training", "--arm", arm, "-o", out.to_str().unwrap()]);
+    args.extend(extra);
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_blazec"));
+    cmd.args(&args).env("XDG_RUNTIME_DIR", std::env::var("XDG_RUNTIME_DIR").unwrap_or("/tmp".into()));
+    // One autotune cache for both processes: the second runs the kernels the first chose.
+    cmd.env("BLAZE_AUTOTUNE_CACHE", dir.join("autotune"));
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let o = cmd.output().unwrap();
+    assert!(o.status.success(), "probe {tag}: {}", String::from_utf8_lossy(&o.stderr));
+    ron::from_str(&std::fs::read_to_string(out).unwrap()).unwrap()
+}
+
+#[test]
+fn fusion_off_arm_computes_bit_for_bit_what_a_fusion_off_process_computes() {
+    let dir = scratch("fusion-off-arm");
+    std::fs::create_dir_all(dir.join("autotune")).unwrap();
+    let stock_off = probe(&dir, "stock-off", "burn", &[], &[("BURN_FUSION_MAX_EXPLORATIONS", "0")]);
+    // In-process: Burn's fused plans are explored and cached first, then the arm is installed.
+    let arm = probe(&dir, "arm", "fusion-off", &["--burn-first", "3"], &[]);
+    let fused = probe(&dir, "fused", "burn", &[], &[]);
+    assert!(fused.fused_blocks > 0 && fused.fingerprint != stock_off.fingerprint, "Burn fuses this model, so the check can fail");
+    assert_eq!(stock_off.fused_blocks, 0);
+    assert_eq!((arm.fingerprint.as_str(), arm.blocks, arm.fused_blocks), (stock_off.fingerprint.as_str(), stock_off.blocks, 0), "same executed partition");
+    let bits = |p: &Probe| p.losses.iter().chain(&p.logits).map(|x| x.to_bits()).collect::<Vec<u32>>();
+    assert_eq!(bits(&arm), bits(&stock_off), "same numbers, bit for bit");
+    assert_eq!(arm.losses.len(), 3);
+}
+
+#[test]
+fn race_check_finds_a_large_slowdown_and_reports_every_trial() {
+    let dir = scratch("race-check");
+    let out = dir.join("check.ron");
+    let mut args = vec!["race-check"];
+    args.extend(SMALL);
+    args.extend(["--regime", "forward", "--trials", "2", "--slowdown", "0,0.5", "--calibrate-rounds", "10", "--rounds", "30", "--race-budget", "30"]);
+    let cache = dir.join("autotune");
+    args.extend(["--autotune-cache", cache.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&ok(&args).stdout).into_owned();
+    let check: blaze_compiler::race_check::RaceCheck = ron::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(check.levels.len(), 2, "{stdout}");
+    let (aa, slow) = (&check.levels[0], &check.levels[1]);
+    assert_eq!((aa.trials.len(), aa.faster), (2, 0), "no false win in the A/A level: {stdout}");
+    assert_eq!(slow.slower, 2, "a 50 % slowdown is declared slower in both trials: {stdout}");
+    let cal = slow.calibration.as_ref().expect("calibrated");
+    assert!(cal.ratio > 1.3 && cal.ratio < 1.7, "calibrated ratio {}", cal.ratio);
+    assert!(check.autotune_cache.as_deref().is_some_and(|c| c.ends_with("autotune")));
+    assert!(stdout.contains("| 0.500 |"), "{stdout}");
+    // Raw visits are kept: every round of every race visits Burn's plan.
+    assert!(slow.races.iter().all(|r| r.rounds.iter().all(|v| v.iter().any(|(id, _)| *id == 0))));
+}
