@@ -108,11 +108,22 @@ pub fn race_check(resolve: &Resolver, args: &RaceCheckArgs) -> anyhow::Result<()
         budget: std::time::Duration::from_secs(args.race_budget),
         ..RaceRules::default()
     };
-    let mut visit = None;
-    let mut levels = Vec::new();
+    let mut check = RaceCheck {
+        model: model.describe().name,
+        regime: args.model.regime.to_string(),
+        device: model.describe().device,
+        commit: option_env!("BLAZE_COMMIT").unwrap_or("unknown").into(),
+        date: crate::run::now_utc(),
+        protocol: crate::tune::stats::PROTOCOL.into(),
+        rules: rules.clone(),
+        autotune_cache: Some(cache.display().to_string()),
+        warmup_s,
+        visit: None,
+        levels: Vec::new(),
+    };
     for &fraction in &args.slowdown {
         let slowdown = (fraction > 0.0).then_some(Slowdown { id: 1, fraction });
-        let mut run_race = |rules: &RaceRules| -> anyhow::Result<Race> {
+        let mut run_race = |rules: &RaceRules, visit: &mut Option<VisitShape>| -> anyhow::Result<Race> {
             let (race, shape, _) = race_on_device(model.as_mut(), &[&burn, &twin], |_| true, rules, slowdown, |_, _| {}).map_err(anyhow::Error::msg)?;
             visit.get_or_insert(shape);
             Ok(race)
@@ -120,34 +131,23 @@ pub fn race_check(resolve: &Resolver, args: &RaceCheckArgs) -> anyhow::Result<()
         let calibration = match (fraction > 0.0, args.calibrate_rounds) {
             (true, n) if n > 0 => {
                 let fixed = RaceRules { min_rounds: n, max_rounds: n, budget: std::time::Duration::from_secs(3600), ..rules.clone() };
-                let race = run_race(&fixed)?;
+                let race = run_race(&fixed, &mut check.visit)?;
                 eprintln!("race-check: slowdown {fraction}: calibrated ratio {}", race.standings[0].describe());
                 Some(race.standings[0].clone())
             }
             _ => None,
         };
+        check.levels.push(level(fraction, calibration.clone(), Vec::new()));
         let mut races = Vec::new();
         for t in 0..args.trials {
-            let race = run_race(&rules)?;
+            let race = run_race(&rules, &mut check.visit)?;
             eprintln!("race-check: slowdown {fraction} trial {}/{}: {} ({})", t + 1, args.trials, race.standings[0].describe(), race.stop_text());
             races.push(race);
+            // Written after every trial: a run killed at a time limit keeps what it measured.
+            *check.levels.last_mut().expect("pushed above") = level(fraction, calibration.clone(), races.clone());
+            write_atomic(&args.output, &to_ron(&check)).with_context(|| format!("cannot write {}", args.output.display()))?;
         }
-        levels.push(level(fraction, calibration, races));
     }
-    let check = RaceCheck {
-        model: model.describe().name,
-        regime: args.model.regime.to_string(),
-        device: model.describe().device,
-        commit: option_env!("BLAZE_COMMIT").unwrap_or("unknown").into(),
-        date: crate::run::now_utc(),
-        protocol: crate::tune::stats::PROTOCOL.into(),
-        rules,
-        autotune_cache: Some(cache.display().to_string()),
-        warmup_s,
-        visit,
-        levels,
-    };
-    write_atomic(&args.output, &to_ron(&check)).with_context(|| format!("cannot write {}", args.output.display()))?;
     print!("{}", table(&check));
     Ok(())
 }
