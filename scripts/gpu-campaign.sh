@@ -9,7 +9,7 @@
 #   aa:<model>:<trials>        blazec race-check, A/A: Burn's plan against itself ($AA_ROUNDS rounds at most)
 #   power:<model>:<trials>     blazec race-check with slowdowns $SLOWDOWNS (calibrated, $POWER_ROUNDS rounds)
 #   bench:<model>[,<model>..]  blazec bench (default vs fusion off), one process per row
-#   overhead:<pairs>           stock vs patched burn-fusion, order AB then BA, attention-d257 training
+#   overhead:<pairs>           stock vs patched burn-fusion, order AB then BA, attention-d$OVERHEAD_D (257) training
 #   demo                       blazec demo at the reference shape
 #
 # Caches: every fresh machine starts with an empty CubeCL autotune cache (~/.cache/cubecl) and an
@@ -78,7 +78,7 @@ for stage in ${STAGES:-}; do
         order="stock patched"; [ $((rep % 2)) -eq 0 ] && order="patched stock"
         for v in $order; do
           name=overhead-$v-$rep
-          timed 90 /tmp/blaze-overhead-$v 257 16 256 5 ${OVERHEAD_STEPS:-100} > $R/$name.txt 2>&1
+          timed 90 /tmp/blaze-overhead-$v ${OVERHEAD_D:-257} 16 256 5 ${OVERHEAD_STEPS:-100} > $R/$name.txt 2>&1
         done
         [ $((rep % 4)) -eq 0 ] && pack
       done ;;
