@@ -124,6 +124,25 @@ enum Command {
     },
     /// List the built-in workloads with their parameter counts.
     List,
+    /// Does Burn's fusion change this model's numbers? Compares Burn's plan with Burn executing
+    /// nothing fused, finds the fused blocks at fault (delta debugging) and writes a plan that
+    /// unfuses only them, with a report for a Burn bug report.
+    #[command(after_help = "Examples:\n  blazec doctor attention-d257 -o fix.ron          # writes fix.ron only if fusion breaks numbers\n  blazec doctor my-model --regime forward --steps 3 --tolerance 1e-5 -o fix.ron\n\nWrites <output stem>.doctor.md and .doctor.ron beside the plan in every case. Exit 0 when the diagnosis is made (whether or not a plan was needed), 1 when it cannot be (a non-deterministic model, for example).")]
+    Doctor {
+        #[command(flatten)]
+        model: ModelArgs,
+        /// Steps per probe (a wrong backward kernel shows in the next step's loss).
+        #[arg(long, default_value_t = 3)]
+        steps: u32,
+        /// Largest relative difference from the unfused reference that counts as equal.
+        #[arg(long, default_value_t = crate::tune::verify::REL_TOL as f64)]
+        tolerance: f64,
+        /// Most probes the search may run.
+        #[arg(long, default_value_t = 200)]
+        max_probes: usize,
+        #[arg(short, long)]
+        output: PathBuf,
+    },
     /// Run a fresh seeded instance for some steps under one arm (Burn's plan, fusion off in this
     /// process, or a plan's cuts) and write what it computed: every loss, the last logits and
     /// the executed partition. Compares arms bit for bit across processes.
@@ -239,6 +258,25 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
         Command::Tune(args) => crate::tune_cli::run_tune(resolve, &args),
         Command::RaceCheck(args) => crate::race_check::race_check(resolve, &args),
         Command::Demo(args) => demo::demo(resolve, &args),
+        Command::Doctor { model, steps, tolerance, max_probes, output } => {
+            anyhow::ensure!(tolerance >= 0.0 && tolerance.is_finite(), "--tolerance must be a finite number >= 0");
+            anyhow::ensure!(steps >= 1, "--steps must be at least 1");
+            let factory = resolve_model(resolve, &model)?;
+            let opts = crate::doctor::DoctorOptions { regime: model.regime, steps, tolerance, max_probes };
+            let mut progress = crate::tune_cli::progress_printer(false);
+            let d = crate::doctor::doctor(factory.as_ref(), &opts, &mut progress)?;
+            let stem = output.with_extension("");
+            crate::run::write_atomic(&stem.with_extension("doctor.ron"), &crate::run::to_ron(&d.report))?;
+            let md = crate::doctor::markdown(&d.report);
+            crate::run::write_atomic(&stem.with_extension("doctor.md"), &md)?;
+            if !d.report.cuts.is_empty() {
+                let plan = d.trace.plan(d.report.cuts.iter().map(|&c| blaze_ir::BoundaryId(c)).collect());
+                plan.validate()?;
+                crate::run::write_atomic(&output, &plan.to_ron())?;
+            }
+            print!("{md}");
+            Ok(())
+        }
         Command::Probe { model, arm, steps, burn_first, output } => {
             let factory = resolve_model(resolve, &model)?;
             let candidate = match arm.as_str() {

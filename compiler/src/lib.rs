@@ -20,6 +20,7 @@ pub mod orphan;
 pub mod race_check;
 pub mod ddmin;
 pub mod demo;
+pub mod doctor;
 pub mod run;
 pub mod session;
 pub mod space;

@@ -35,16 +35,8 @@ pub struct RaceCheckArgs {
     /// Warm-up steps before anything is timed.
     #[arg(long, default_value_t = 3)]
     pub warmup: u32,
-    /// Most rounds per race.
-    #[arg(long, default_value_t = 300)]
-    pub rounds: u32,
-    #[arg(long, default_value_t = 10)]
-    pub min_rounds: u32,
-    #[arg(long, default_value_t = 0.01)]
-    pub min_effect: f64,
-    /// Wall-time budget per race, in seconds.
-    #[arg(long, default_value_t = 20)]
-    pub race_budget: u64,
+    #[command(flatten)]
+    pub race: crate::tune_cli::RaceArgs,
     /// CubeCL autotune cache directory (default: CubeCL's own for this working directory).
     #[arg(long)]
     pub autotune_cache: Option<PathBuf>,
@@ -101,13 +93,7 @@ pub fn race_check(resolve: &Resolver, args: &RaceCheckArgs) -> anyhow::Result<()
     // and exploration of Burn's plan, untimed by the races.
     let warmup_s = crate::session::warm_up(model.as_mut(), args.warmup);
     let (burn, twin) = (Candidate::new(0, vec![]), Candidate::new(1, vec![]));
-    let rules = RaceRules {
-        min_effect: args.min_effect,
-        min_rounds: args.min_rounds,
-        max_rounds: args.rounds,
-        budget: std::time::Duration::from_secs(args.race_budget),
-        ..RaceRules::default()
-    };
+    let rules = args.race.rules();
     let mut check = RaceCheck {
         model: model.describe().name,
         regime: args.model.regime.to_string(),

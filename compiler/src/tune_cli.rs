@@ -11,6 +11,35 @@ use clap::Args;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
+/// How a race decides and when it stops (shared by `tune` and `race-check`).
+#[derive(Args, Clone)]
+pub struct RaceArgs {
+    /// Most rounds of a race (a round visits Burn's plan and every candidate still racing).
+    #[arg(long, default_value_t = 300)]
+    pub rounds: u32,
+    /// Rounds before a race first looks at its data.
+    #[arg(long, default_value_t = 10)]
+    pub min_rounds: u32,
+    /// Smallest relative win worth keeping, and the equivalence margin (0.01 = 1 %).
+    #[arg(long, default_value_t = 0.01)]
+    pub min_effect: f64,
+    /// Wall-time budget of a race, in seconds.
+    #[arg(long, default_value_t = 120)]
+    pub race_budget: u64,
+}
+
+impl RaceArgs {
+    pub fn rules(&self) -> RaceRules {
+        RaceRules {
+            min_effect: self.min_effect,
+            min_rounds: self.min_rounds,
+            max_rounds: self.rounds,
+            budget: std::time::Duration::from_secs(self.race_budget),
+            ..RaceRules::default()
+        }
+    }
+}
+
 #[derive(Args, Clone)]
 pub struct TuneArgs {
     #[command(flatten)]
@@ -26,18 +55,8 @@ pub struct TuneArgs {
     pub budget: usize,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Most rounds of the race (a round visits Burn's plan and every candidate still racing).
-    #[arg(long, default_value_t = 300)]
-    pub rounds: u32,
-    /// Rounds before the race first looks at its data.
-    #[arg(long, default_value_t = 10)]
-    pub min_rounds: u32,
-    /// Smallest relative win worth keeping, and the equivalence margin (0.01 = 1 %).
-    #[arg(long, default_value_t = 0.01)]
-    pub min_effect: f64,
-    /// Wall-time budget of the race, in seconds.
-    #[arg(long, default_value_t = 120)]
-    pub race_budget: u64,
+    #[command(flatten)]
+    pub race: RaceArgs,
     /// Warm-up steps before the trace.
     #[arg(long, default_value_t = 3)]
     pub warmup: u32,
@@ -177,7 +196,7 @@ fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path
         budget: args.budget,
         seed: args.seed,
         warmup: args.warmup,
-        rules: race_rules(args),
+        rules: args.race.rules(),
         inject_fault: args.inject_fault,
         slowdown: args.inject_slowdown,
         fusion_off,
@@ -197,17 +216,6 @@ fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path
     write_atomic(&args.output, &result.plan.as_ref().expect("tune returns a plan").to_ron())?;
     println!("{}", report::markdown(&result));
     Ok(())
-}
-
-/// The race's rules from the command line.
-pub fn race_rules(args: &TuneArgs) -> RaceRules {
-    RaceRules {
-        min_effect: args.min_effect,
-        min_rounds: args.min_rounds,
-        max_rounds: args.rounds,
-        budget: std::time::Duration::from_secs(args.race_budget),
-        ..RaceRules::default()
-    }
 }
 
 /// Times the model in a child process with fusion off (a per-process Burn setting): the

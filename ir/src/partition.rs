@@ -64,6 +64,20 @@ impl ExecutedPartition {
         Ok(Self { blocks })
     }
 
+    /// Fused blocks with their index in the partition, each block's operations sorted.
+    pub fn fused_blocks_sorted(&self) -> Vec<(usize, Vec<u32>)> {
+        self.blocks
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.len() > 1)
+            .map(|(i, b)| {
+                let mut ops = b.clone();
+                ops.sort_unstable();
+                (i, ops)
+            })
+            .collect()
+    }
+
     /// Boundaries (index of the later operation) inside fused blocks: where two neighbouring
     /// operations of one block were merged. Sorted.
     pub fn merged_boundaries(&self) -> Vec<u32> {

@@ -17,18 +17,7 @@ const REDUCTIONS: [&str; 10] = ["SumDim", "MeanDim", "ProdDim", "ArgMax", "ArgMi
 
 impl Facts {
     pub fn from_trace(trace: &Trace) -> Self {
-        let blocks = trace
-            .partition
-            .blocks
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| b.len() > 1)
-            .map(|(i, b)| {
-                let mut members = b.clone();
-                members.sort_unstable();
-                (i as u32, members)
-            })
-            .collect();
+        let blocks = trace.partition.fused_blocks_sorted().into_iter().map(|(i, members)| (i as u32, members)).collect();
         let reductions = trace
             .ops
             .iter()
