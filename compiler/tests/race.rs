@@ -52,12 +52,15 @@ fn race_check_finds_a_large_slowdown_and_reports_every_trial() {
     let check: blaze_compiler::race_check::RaceCheck = ron::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(check.levels.len(), 2, "{stdout}");
     let (aa, slow) = (&check.levels[0], &check.levels[1]);
-    assert_eq!((aa.trials.len(), aa.faster), (2, 0), "no false win in the A/A level: {stdout}");
+    // The A/A level's verdicts are random by design (a false win has probability <= 2.5 % per
+    // race): its rate is measured by the unit tests and on the H200, not asserted here.
+    assert_eq!((aa.slowdown, aa.trials.len(), aa.races.len()), (0.0, 2, 2), "{stdout}");
+    assert!(aa.calibration.is_none(), "level 0 is not calibrated");
     assert_eq!(slow.slower, 2, "a 50 % slowdown is declared slower in both trials: {stdout}");
     let cal = slow.calibration.as_ref().expect("calibrated");
     assert!(cal.ratio > 1.3 && cal.ratio < 1.7, "calibrated ratio {}", cal.ratio);
     assert!(check.autotune_cache.as_deref().is_some_and(|c| c.ends_with("autotune")));
-    assert!(stdout.contains("| 0.500 |"), "{stdout}");
+    assert!(stdout.contains("| 0.500 |") && stdout.contains("| 0.000 |"), "{stdout}");
     // Raw visits are kept: every round of every race visits Burn's plan.
     assert!(slow.races.iter().all(|r| r.rounds.iter().all(|v| v.iter().any(|(id, _)| *id == 0))));
 }
