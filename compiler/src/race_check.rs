@@ -123,14 +123,12 @@ pub fn race_check(resolve: &Resolver, args: &RaceCheckArgs) -> anyhow::Result<()
             }
             _ => None,
         };
-        check.levels.push(level(fraction, calibration.clone(), Vec::new()));
-        let mut races = Vec::new();
+        check.levels.push(Level::new(fraction, calibration));
         for t in 0..args.trials {
             let race = run_race(&rules, &mut check.visit)?;
             eprintln!("race-check: slowdown {fraction} trial {}/{}: {} ({})", t + 1, args.trials, race.standings[0].describe(), race.stop_text());
-            races.push(race);
+            check.levels.last_mut().expect("pushed above").record(race);
             // Written after every trial: a run killed at a time limit keeps what it measured.
-            *check.levels.last_mut().expect("pushed above") = level(fraction, calibration.clone(), races.clone());
             write_atomic(&args.output, &to_ron(&check)).with_context(|| format!("cannot write {}", args.output.display()))?;
         }
     }
@@ -138,17 +136,23 @@ pub fn race_check(resolve: &Resolver, args: &RaceCheckArgs) -> anyhow::Result<()
     Ok(())
 }
 
-fn level(slowdown: f64, calibration: Option<Standing>, races: Vec<Race>) -> Level {
-    let count = |v: Verdict| races.iter().filter(|r| r.standings[0].verdict == v).count();
-    Level {
-        slowdown,
-        calibration,
-        trials: races.iter().map(|r| Trial { stop: r.stop.clone(), standing: r.standings[0].clone(), rounds: r.rounds.len(), seconds: r.seconds }).collect(),
-        faster: count(Verdict::Faster),
-        slower: count(Verdict::Slower),
-        equivalent: count(Verdict::Equivalent),
-        not_separated: count(Verdict::NotSeparated),
-        races,
+impl Level {
+    fn new(slowdown: f64, calibration: Option<Standing>) -> Self {
+        Self { slowdown, calibration, trials: vec![], faster: 0, slower: 0, equivalent: 0, not_separated: 0, races: vec![] }
+    }
+
+    /// Adds one race's verdict (the challenger's) and its raw visits.
+    fn record(&mut self, race: Race) {
+        let s = race.standings[0].clone();
+        match s.verdict {
+            Verdict::Faster => self.faster += 1,
+            Verdict::Slower => self.slower += 1,
+            Verdict::Equivalent => self.equivalent += 1,
+            Verdict::NotSeparated => self.not_separated += 1,
+            Verdict::Broken(_) => {}
+        }
+        self.trials.push(Trial { stop: race.stop.clone(), standing: s, rounds: race.rounds.len(), seconds: race.seconds });
+        self.races.push(race);
     }
 }
 
