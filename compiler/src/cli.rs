@@ -176,13 +176,41 @@ pub fn main_with(resolve: &Resolver) -> i32 {
     crate::orphan::exit_with_parent_if_asked();
     // A child of a tune uses the tune's pinned autotune cache.
     crate::tune_cli::adopt_pinned_autotune_cache();
-    match dispatch(cli.command, resolve) {
+    let fault = match injected_fused_fault() {
+        Ok(fault) => fault,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return 1;
+        }
+    };
+    // Commands that explore in this process (a tune explores in its workers).
+    let explores_here = matches!(cli.command, Command::Doctor { .. } | Command::Probe { .. } | Command::Verify { .. } | Command::Run(_) | Command::Trace { .. });
+    match dispatch(cli.command, resolve).and_then(|()| if explores_here { check_fault_landed(fault) } else { Ok(()) }) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("error: {e:#}");
             1
         }
     }
+}
+
+/// Test only: `BLAZE_INJECT_FUSED_FAULT=<op>` makes the fused kernels around operation `op`
+/// compute a wrong value in this process and its children (see `blaze_runtime::fault`).
+fn injected_fused_fault() -> anyhow::Result<Option<u64>> {
+    use blaze_runtime::fault::{FUSED_FAULT_ENV, inject_fused};
+    let Ok(text) = std::env::var(FUSED_FAULT_ENV) else { return Ok(None) };
+    let op = text.trim().parse::<u64>().map_err(|_| anyhow::anyhow!("{FUSED_FAULT_ENV}={text}: not an operation index"))?;
+    inject_fused(Some(op));
+    Ok(Some(op))
+}
+
+/// A fault that never reached a fuser would make a test pass for the wrong reason.
+fn check_fault_landed(fault: Option<u64>) -> anyhow::Result<()> {
+    let Some(op) = fault else { return Ok(()) };
+    if blaze_runtime::fault::fused_faults_landed() > 0 {
+        return Ok(());
+    }
+    anyhow::bail!("the injected fused fault never reached a fuser: operation {op} is not a float add, sub, mul or div that Burn fuses after another operation")
 }
 
 pub fn resolve_model(resolve: &Resolver, args: &ModelArgs) -> anyhow::Result<Box<dyn ModelFactory>> {

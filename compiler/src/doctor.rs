@@ -76,6 +76,16 @@ pub struct DoctorReport {
     pub culprits: Vec<Block>,
     /// The culprit plan against the reference.
     pub after: Option<Difference>,
+    /// Fused blocks the culprit plan executes in its last step (Burn's plan: `fused_blocks`).
+    #[serde(default)]
+    pub fused_blocks_after: Option<usize>,
+    /// How many of Burn's fused blocks other than the culprits the culprit plan executes
+    /// unchanged (unfusing a block can regroup its neighbours: they may fuse differently).
+    #[serde(default)]
+    pub others_unchanged: Option<usize>,
+    /// The test-only fused-kernel fault that was injected (`BLAZE_INJECT_FUSED_FAULT`), if any.
+    #[serde(default)]
+    pub injected_fault: Option<u64>,
     pub cuts: Vec<u64>,
     pub probes: usize,
     pub probe_budget_spent: bool,
@@ -117,6 +127,9 @@ pub fn doctor(factory: &dyn ModelFactory, opts: &DoctorOptions, progress: &mut d
         verdict: String::new(),
         culprits: vec![],
         after: None,
+        fused_blocks_after: None,
+        others_unchanged: None,
+        injected_fault: std::env::var(blaze_runtime::fault::FUSED_FAULT_ENV).ok().and_then(|t| t.trim().parse().ok()),
         cuts: vec![],
         probes: 4,
         probe_budget_spent: false,
@@ -145,6 +158,8 @@ pub fn doctor(factory: &dyn ModelFactory, opts: &DoctorOptions, progress: &mut d
     let cuts = cuts_of(&blocks, &minimal.set);
     let after = run(&Candidate::new(1, cuts.clone()))?;
     report.after = Some(Difference::of(&after, &reference));
+    report.fused_blocks_after = Some(after.fused_blocks);
+    report.others_unchanged = Some(unchanged_blocks(&blocks, &minimal.set, &after.partition));
     report.cuts = cuts.iter().map(|c| c.0).collect();
     report.culprits = minimal.set.iter().map(|&i| blocks[i].clone()).collect();
     report.verdict = format!(
@@ -158,6 +173,13 @@ pub fn doctor(factory: &dyn ModelFactory, opts: &DoctorOptions, progress: &mut d
 pub fn fused_blocks(trace: &Trace) -> Vec<Block> {
     let line = |o: u32| trace.ops.get(o as usize).map_or("?".into(), |t| t.sig.to_line());
     trace.partition.fused_blocks_sorted().into_iter().map(|(block, ops)| Block { block, ops: ops.into_iter().map(|o| (o, line(o))).collect() }).collect()
+}
+
+/// How many of `blocks` outside `culprits` execute exactly as before in `after`.
+pub fn unchanged_blocks(blocks: &[Block], culprits: &[usize], after: &blaze_ir::ExecutedPartition) -> usize {
+    let executed: std::collections::BTreeSet<Vec<u32>> = after.fused_blocks_sorted().into_iter().map(|(_, ops)| ops).collect();
+    let ops = |b: &Block| b.ops.iter().map(|(o, _)| *o).collect::<Vec<u32>>();
+    (0..blocks.len()).filter(|i| !culprits.contains(i) && executed.contains(&ops(&blocks[*i]))).count()
 }
 
 /// Cuts before every operation but the first of each chosen block.
@@ -185,7 +207,17 @@ pub fn markdown(r: &DoctorReport) -> String {
         let _ = writeln!(md, "\nFor a Burn bug report: Burn 0.22.1 fuses `{}` into one kernel; with fusion off (BURN_FUSION_MAX_EXPLORATIONS=0) the model computes different numbers (see the table).", kinds.join(" → "));
     }
     if !r.cuts.is_empty() {
-        let _ = writeln!(md, "\nPlan: cuts {:?} (every boundary inside the culprit blocks; every other fusion kept).", r.cuts);
+        let kept = match (r.fused_blocks_after, r.others_unchanged) {
+            (Some(n), Some(same)) => format!(
+                " It executes {n} fused blocks (Burn's plan: {}); {same} of Burn's {} other fused blocks execute unchanged, the rest regroup around the unfused operations.",
+                r.fused_blocks, r.fused_blocks - r.culprits.len()
+            ),
+            _ => String::new(),
+        };
+        let _ = writeln!(md, "\nPlan: cuts {:?} (every boundary inside the culprit blocks; every other fusion kept).{kept}", r.cuts);
+    }
+    if let Some(op) = r.injected_fault {
+        let _ = writeln!(md, "\nTest fault injected: the fused kernels around operation {op} were made to compute a wrong operation (BLAZE_INJECT_FUSED_FAULT).");
     }
     md
 }
@@ -195,7 +227,7 @@ mod tests {
     use super::*;
 
     fn probe(losses: &[f32], logits: &[f32]) -> Probe {
-        Probe { losses: losses.to_vec(), logits: logits.to_vec(), classes: 2, fingerprint: String::new(), blocks: 0, fused_blocks: 0 }
+        Probe { losses: losses.to_vec(), logits: logits.to_vec(), classes: 2, fingerprint: String::new(), blocks: 0, fused_blocks: 0, partition: Default::default() }
     }
 
     #[test]
@@ -209,6 +241,14 @@ mod tests {
         assert!(d.within(0.11) && !d.within(0.09));
         assert!(Difference::of(&probe(&[f32::NAN, 1.0], &[4.0, -2.0]), &reference).max_rel.is_infinite());
         assert_eq!(Difference::of(&reference, &reference).max_rel, 0.0);
+    }
+
+    #[test]
+    fn unchanged_blocks_counts_other_blocks_executed_exactly_as_before() {
+        let blocks = vec![Block { block: 0, ops: vec![(1, "a".into()), (2, "b".into())] }, Block { block: 3, ops: vec![(5, "c".into()), (6, "d".into())] }, Block { block: 4, ops: vec![(7, "e".into()), (8, "f".into())] }];
+        let after = blaze_ir::ExecutedPartition { blocks: vec![vec![1], vec![2], vec![6, 5], vec![7], vec![8, 9]] };
+        assert_eq!(unchanged_blocks(&blocks, &[0], &after), 1, "block 3 ran unchanged (in another order), block 4 regrouped");
+        assert_eq!(unchanged_blocks(&blocks, &[1], &after), 0);
     }
 
     #[test]

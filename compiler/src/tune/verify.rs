@@ -44,6 +44,9 @@ pub struct Probe {
     pub blocks: usize,
     #[serde(default)]
     pub fused_blocks: usize,
+    /// The executed partition of the last step.
+    #[serde(default)]
+    pub partition: blaze_ir::ExecutedPartition,
 }
 
 fn probe(factory: &dyn ModelFactory, regime: Regime, candidate: &Candidate, fault: bool) -> Result<Probe, String> {
@@ -65,7 +68,7 @@ pub fn probe_steps(factory: &dyn ModelFactory, regime: Regime, candidate: &Candi
         let (step, out) = record_step(model.as_mut(), true);
         losses.push(out.loss);
         let p = &step.partition;
-        Ok(Probe { losses, logits: out.logits, classes: out.classes, fingerprint: p.fingerprint(), blocks: p.blocks.len(), fused_blocks: p.fused_blocks().count() })
+        Ok(Probe { losses, logits: out.logits, classes: out.classes, fingerprint: p.fingerprint(), blocks: p.blocks.len(), fused_blocks: p.fused_blocks().count(), partition: p.clone() })
     }));
     blaze_runtime::fault::inject(false);
     activate_burn_default();
@@ -149,7 +152,7 @@ mod tests {
     use super::*;
 
     fn p(losses: &[f32], logits: &[f32], fp: &str) -> Probe {
-        Probe { losses: losses.to_vec(), logits: logits.to_vec(), classes: 2, fingerprint: fp.into(), blocks: 1, fused_blocks: 0 }
+        Probe { losses: losses.to_vec(), logits: logits.to_vec(), classes: 2, fingerprint: fp.into(), blocks: 1, fused_blocks: 0, partition: Default::default() }
     }
 
     #[test]

@@ -11,12 +11,18 @@ use std::sync::OnceLock;
 pub const SMALL: [&str; 5] = ["attention-d257", "--batch", "2", "--seq", "32"];
 
 pub fn blazec(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_blazec"))
+    blazec_env(args, &[])
+}
+
+/// `blazec` with extra environment variables.
+#[allow(dead_code)]
+pub fn blazec_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_blazec"))
         .args(args)
         .env("XDG_RUNTIME_DIR", std::env::var("XDG_RUNTIME_DIR").unwrap_or("/tmp".into()))
+        .envs(env.iter().copied())
         .output()
-        .expect("blazec runs");
-    out
+        .expect("blazec runs")
 }
 
 pub fn ok(args: &[&str]) -> Output {
