@@ -9,6 +9,9 @@
 #   aa:<model>:<trials>        blazec race-check, A/A: Burn's plan against itself ($AA_ROUNDS rounds at most)
 #   power:<model>:<trials>     blazec race-check with slowdowns $SLOWDOWNS (calibrated, $POWER_ROUNDS rounds)
 #   bench:<model>[,<model>..]  blazec bench (default vs fusion off), one process per row
+#   doctor:<model>:<regime>    blazec doctor at the default tolerance (at most $MAX_PROBES probes)
+#   fault:<model>:<op>         blazec doctor (training) with the test-only fault at <op> (BLAZE_INJECT_FUSED_FAULT),
+#                              then blazec verify of a plan (every 4th live cut) faulted at <op>:plans
 #   overhead:<pairs>           stock vs patched burn-fusion, order AB then BA, attention-d$OVERHEAD_D (257) training
 #   demo                       blazec demo at the reference shape
 #
@@ -73,6 +76,16 @@ for stage in ${STAGES:-}; do
     bench)
       timed ${BENCH_TIMEOUT:-500} /tmp/blazec bench ${a//,/ } --warmup 3 --steps ${STEPS:-20} \
         --timeout ${CHILD_TIMEOUT:-200} -o $R/$name.results.ron > $R/$name.txt 2>&1 ;;
+    doctor)
+      timed ${DOCTOR_TIMEOUT:-300} /tmp/blazec doctor $a --regime $b --max-probes ${MAX_PROBES:-40} \
+        -o $R/doctor-$a-$b.ron > $R/doctor-$a-$b.txt 2>&1 ;;
+    fault)
+      name=fault-doctor; timed ${DOCTOR_TIMEOUT:-300} env BLAZE_INJECT_FUSED_FAULT=$b /tmp/blazec doctor $a --regime training \
+        -o $R/fault-$a-op$b.ron > $R/fault-$a-op$b.txt 2>&1
+      name=fault-trace; timed 200 /tmp/blazec trace $a --regime training -o $R/trace-$a.ron > $R/trace-$a.txt 2>&1
+      name=fault-verify; timed 200 env BLAZE_INJECT_FUSED_FAULT=$b:plans /tmp/blazec verify --trace $R/trace-$a.ron \
+        --every-live 4 > $R/verify-fault-$a-op$b.txt 2>&1
+      name=sound-verify; timed 200 /tmp/blazec verify --trace $R/trace-$a.ron --every-live 4 > $R/verify-sound-$a.txt 2>&1 ;;
     overhead)
       for rep in $(seq 1 $a); do
         order="stock patched"; [ $((rep % 2)) -eq 0 ] && order="patched stock"

@@ -64,7 +64,7 @@ impl BenchFile {
     /// form (`DeviceInfo { .. }`); it is rewritten as a RON struct so they stay readable.
     pub fn read(path: &Path) -> anyhow::Result<BenchFile> {
         use anyhow::Context;
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let text = blaze_ir::file::read_text(path).map_err(anyhow::Error::msg).with_context(|| format!("cannot read {}", path.display()))?;
         let text = legacy_device_to_ron(&text);
         ron::from_str(&text).with_context(|| format!("{} is not a blazec bench results file", path.display()))
     }

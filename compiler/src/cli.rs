@@ -199,8 +199,13 @@ pub fn main_with(resolve: &Resolver) -> i32 {
 fn injected_fused_fault() -> anyhow::Result<Option<u64>> {
     use blaze_runtime::fault::{FUSED_FAULT_ENV, inject_fused};
     let Ok(text) = std::env::var(FUSED_FAULT_ENV) else { return Ok(None) };
-    let op = text.trim().parse::<u64>().map_err(|_| anyhow::anyhow!("{FUSED_FAULT_ENV}={text}: not an operation index"))?;
-    inject_fused(Some(op));
+    let (op, plans_only) = match text.trim().split_once(':') {
+        Some((op, "plans")) => (op, true),
+        None => (text.trim(), false),
+        Some(_) => anyhow::bail!("{FUSED_FAULT_ENV}={text}: expected <op> or <op>:plans"),
+    };
+    let op = op.parse::<u64>().map_err(|_| anyhow::anyhow!("{FUSED_FAULT_ENV}={text}: not an operation index"))?;
+    inject_fused(Some(op), plans_only);
     Ok(Some(op))
 }
 
@@ -311,8 +316,8 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
                 "burn" => crate::candidate::Candidate::new(0, vec![]),
                 "fusion-off" => crate::candidate::Candidate::fusion_off(1),
                 path => {
-                    let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("--arm {path}: not burn, fusion-off or a readable plan file ({e})"))?;
-                    crate::candidate::Candidate::new(1, blaze_ir::PlanFile::parse(&text).map_err(anyhow::Error::msg)?.cuts)
+                    let plan = blaze_ir::PlanFile::read(std::path::Path::new(path)).map_err(|e| anyhow::anyhow!("--arm {path}: not burn, fusion-off or a usable plan file ({e})"))?;
+                    crate::candidate::Candidate::new(1, plan.cuts)
                 }
             };
             if burn_first > 0 {
@@ -337,8 +342,8 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
 }
 
 pub fn read_trace(path: &std::path::Path) -> anyhow::Result<blaze_ir::Trace> {
-    let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
-    blaze_ir::Trace::from_ron(&text).map_err(anyhow::Error::msg)
+    let text = blaze_ir::file::read_text(path).map_err(|e| anyhow::anyhow!("cannot read trace {}: {e}", path.display()))?;
+    blaze_ir::Trace::from_ron(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
 /// The factory that rebuilds the model a trace was made from (its name records test shapes).

@@ -28,6 +28,26 @@ fn verify_gate_refuses_a_faulty_plan_and_verifies_a_sound_one() {
     assert!(sound.contains("Verified"), "{sound}");
 }
 
+/// Issue 14: a plan whose fused kernels compute a wrong value (not the model's output scaled
+/// afterwards) is refused. The test-only fault makes the plan's fused kernels around one
+/// residual add compute a subtraction; Burn's own plan stays right.
+#[test]
+fn verify_gate_refuses_a_plan_whose_fused_kernels_compute_a_wrong_value() {
+    let (trace_path, trace) = trace("training");
+    let cuts: Vec<u64> = trace.live_cut_points().into_iter().step_by(4).map(|c| c.0).collect();
+    let partition = &trace.partition;
+    // A residual add that Burn fuses after another op and that the plan does not cut before.
+    let target = partition.fused_blocks_sorted().into_iter().flat_map(|(_, ops)| ops.into_iter().skip(1)).find(|&o| {
+        let sig = &trace.ops[o as usize].sig;
+        sig.kind == "NumericFloat/Add" && sig.shapes.len() == 3 && sig.shapes[0] == sig.shapes[1] && !cuts.contains(&(o as u64))
+    }).expect("a fused residual add the plan keeps fused");
+    let fault = format!("{target}:plans");
+    let out = blazec_env(&["verify", "--trace", trace_path.to_str().unwrap(), "--every-live", "4"], &[(blaze_runtime::fault::FUSED_FAULT_ENV, &fault)]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("Refused(\"different"), "{stdout}");
+}
+
 /// Issue 5: a candidate that hangs or crashes the process is recorded as broken and the tune
 /// goes on without it (worker process + journal; `tune_supervise.rs`).
 #[test]

@@ -4,6 +4,7 @@
 //! operations (by their Burn IR signature), partitions, traces and plan files, so everything
 //! here is testable without a GPU.
 pub mod boundary;
+pub mod file;
 pub mod hash;
 pub mod partition;
 pub mod plan;

@@ -111,6 +111,8 @@ pub enum PlanError {
     UnknownVersion { found: u32, oldest: u32, newest: u32 },
     #[error("plan cuts boundaries that are not cut points of its model: {0}")]
     UnknownBoundaries(String),
+    #[error("plan lists a cut more than once: {0}")]
+    DuplicateCuts(String),
     #[error("plan was made for {field} `{planned}`, but this run has `{actual}`")]
     Mismatch { field: &'static str, planned: String, actual: String },
 }
@@ -126,6 +128,13 @@ impl PlanFile {
     /// Burn's own plan for `contract`: no cuts.
     pub fn burn_default(contract: Contract, cut_points: Vec<BoundaryId>) -> Self {
         Self { format_version: FORMAT_VERSION, contract, cut_points, cuts: Vec::new(), measurements: None }
+    }
+
+    /// Reads, parses and validates the plan file at `path`, in bounded time and memory
+    /// whatever the path names (see [`crate::file::read_text`]).
+    pub fn read(path: &std::path::Path) -> Result<Self, PlanError> {
+        let text = crate::file::read_text(path).map_err(|reason| PlanError::Unreadable { path: path.display().to_string(), reason })?;
+        Self::parse(&text)
     }
 
     /// Parses and validates the text of a plan file (any readable version).
@@ -158,11 +167,15 @@ impl PlanFile {
             .filter(|c| !known.contains(c) || c.0 == 0 || c.0 >= self.contract.ops_per_step)
             .map(|c| c.to_string())
             .collect();
-        if unknown.is_empty() {
-            Ok(())
-        } else {
-            Err(PlanError::UnknownBoundaries(unknown.join(", ")))
+        if !unknown.is_empty() {
+            return Err(PlanError::UnknownBoundaries(unknown.join(", ")));
         }
+        let mut seen = BTreeSet::new();
+        let twice: BTreeSet<String> = self.cuts.iter().filter(|c| !seen.insert(**c)).map(|c| c.to_string()).collect();
+        if !twice.is_empty() {
+            return Err(PlanError::DuplicateCuts(twice.into_iter().collect::<Vec<_>>().join(", ")));
+        }
+        Ok(())
     }
 
     /// Checks the plan's contract against the run's.

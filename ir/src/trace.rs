@@ -175,7 +175,46 @@ impl Trace {
         if trace.format_version != TRACE_FORMAT_VERSION {
             return Err(format!("trace format version {} (this Blaze reads {TRACE_FORMAT_VERSION})", trace.format_version));
         }
+        trace.verify()?;
         Ok(trace)
+    }
+
+    /// The invariants every stage after tracing relies on (so a hand-edited or damaged trace is
+    /// an error here, never an index out of bounds later): operation `i` has index `i` and reads
+    /// only earlier operations; the partition covers each operation exactly once; boundaries
+    /// name operations 1..n in increasing order; explored operations exist.
+    pub fn verify(&self) -> Result<(), String> {
+        let n = self.ops.len();
+        for (i, op) in self.ops.iter().enumerate() {
+            if op.index as usize != i {
+                return Err(format!("operation {i} carries index {}", op.index));
+            }
+            if let Some(bad) = op.inputs.iter().find(|&&src| src as usize >= i) {
+                return Err(format!("operation {i} reads operation {bad}, which is not earlier"));
+            }
+        }
+        let mut covered = vec![false; n];
+        for op in self.partition.blocks.iter().flatten() {
+            match covered.get_mut(*op as usize) {
+                Some(seen) if !*seen => *seen = true,
+                Some(_) => return Err(format!("the partition lists operation {op} twice")),
+                None => return Err(format!("the partition names operation {op}, but the step has {n}")),
+            }
+        }
+        if let Some(missing) = covered.iter().position(|c| !c) {
+            return Err(format!("the partition leaves out operation {missing}"));
+        }
+        let mut last = 0;
+        for b in &self.boundaries {
+            if b.id.0 <= last || b.id.0 >= n as u64 {
+                return Err(format!("boundary {} is out of order or outside operations 1..{n}", b.id));
+            }
+            last = b.id.0;
+        }
+        if let Some(bad) = self.explored.iter().find(|&&o| o as usize >= n) {
+            return Err(format!("explored operation {bad} is outside the step ({n} operations)"));
+        }
+        Ok(())
     }
 }
 
@@ -218,6 +257,23 @@ mod tests {
             ],
             explored: vec![0, 1],
         }
+    }
+
+    #[test]
+    fn verifier_names_what_a_damaged_trace_breaks() {
+        assert_eq!(tiny().verify(), Ok(()));
+        let broken = |f: fn(&mut Trace)| {
+            let mut t = tiny();
+            f(&mut t);
+            Trace::from_ron(&t.to_ron()).unwrap_err()
+        };
+        assert_eq!(broken(|t| t.ops[1].index = 5), "operation 1 carries index 5");
+        assert_eq!(broken(|t| t.ops[1].inputs = vec![2]), "operation 1 reads operation 2, which is not earlier");
+        assert_eq!(broken(|t| t.partition.blocks = vec![vec![0, 1, 2, 1]]), "the partition lists operation 1 twice");
+        assert_eq!(broken(|t| t.partition.blocks = vec![vec![0, 1, 7]]), "the partition names operation 7, but the step has 3");
+        assert_eq!(broken(|t| t.partition.blocks = vec![vec![0, 2]]), "the partition leaves out operation 1");
+        assert_eq!(broken(|t| t.boundaries[1].id = BoundaryId(1)), "boundary b1 is out of order or outside operations 1..3");
+        assert_eq!(broken(|t| t.explored = vec![9]), "explored operation 9 is outside the step (3 operations)");
     }
 
     #[test]

@@ -15,15 +15,16 @@ pub fn injected() -> bool {
 }
 
 /// Environment variable naming the operation (step position) whose fused kernels
-/// [`inject_fused`] faults; read by `blazec` and inherited by its children.
+/// [`inject_fused`] faults; read by `blazec` and inherited by its children. `<op>` faults every
+/// plan, Burn's own included; `<op>:plans` only plans with cuts (Burn's own stays right).
 pub const FUSED_FAULT_ENV: &str = "BLAZE_INJECT_FUSED_FAULT";
 
 /// Test-only plan-level fault: every fused kernel that contains operation `op` (its position in
 /// the step, as cut points are named) computes add for sub, sub for add, mul for div or div for
 /// mul at that operation, while the operation executed on its own stays right. Unlike
 /// [`inject`], this changes what Burn's fused kernels compute, not the model's output.
-pub fn inject_fused(op: Option<u64>) {
-    burn_fusion::cut::inject_fused_fault(op);
+pub fn inject_fused(op: Option<u64>, plans_only: bool) {
+    burn_fusion::cut::inject_fused_fault(op, plans_only);
 }
 
 /// How many times a fuser was handed the faulted operation in this process.

@@ -17,7 +17,7 @@ mod policy;
 mod recorder;
 
 pub use model::{Description, Model, ModelFactory, StepOutput};
-pub use load::{LoadOutcome, PlanHandle, load_plan, load_plan_text};
+pub use load::{LoadOutcome, PlanHandle, fallback_warning, load_plan, load_plan_text};
 pub use policy::{CutSet, EXPLORE_PROBE_KEY, UNFUSED_KEY, Unfused, activate, activate_burn_default, activate_explore_probe, activate_unfused};
 pub use recorder::{RecordedOp, RecordedStep, StepRecorder};
 

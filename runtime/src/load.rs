@@ -51,9 +51,9 @@ impl LoadOutcome {
 /// when it is not known yet; confirm it later with [`PlanHandle::confirm_op_stream`]).
 pub fn load_plan(path: impl AsRef<Path>, actual: &Contract) -> LoadOutcome {
     let path = path.as_ref();
-    match std::fs::read_to_string(path) {
+    match blaze_ir::file::read_text(path) {
         Ok(text) => load_plan_text(&text, actual),
-        Err(e) => fallback(PlanError::Unreadable { path: path.display().to_string(), reason: e.to_string() }),
+        Err(reason) => fallback(PlanError::Unreadable { path: path.display().to_string(), reason }),
     }
 }
 
@@ -74,5 +74,10 @@ fn fallback(err: PlanError) -> LoadOutcome {
 }
 
 fn warn(err: &PlanError) {
-    eprintln!("warning: blaze: {err}; using Burn's own fusion plan");
+    eprintln!("{}", fallback_warning(err));
+}
+
+/// The one line printed when a plan is not used.
+pub fn fallback_warning(err: &PlanError) -> String {
+    format!("warning: blaze: {err}; using Burn's own fusion plan")
 }

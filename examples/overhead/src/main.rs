@@ -42,6 +42,7 @@ fn main() {
         eprintln!("{USAGE}");
         std::process::exit(2);
     }
+    let started = Instant::now();
     let device = device().autodiff();
     device.seed(0);
     let mut model = AttentionLm::new(d, 2, 1, 0.0, seq, &device);
@@ -68,7 +69,11 @@ fn main() {
         if step <= warmup {
             continue;
         }
-        let until = *settle_until.get_or_insert_with(|| Instant::now() + std::time::Duration::from_millis(settle_ms as u64));
+        let until = *settle_until.get_or_insert_with(|| {
+            // Where a cold process spends its time (autotune, shader compilation) before timing.
+            eprintln!("warm-up: {warmup} steps done {:.1} s after start", started.elapsed().as_secs_f64());
+            Instant::now() + std::time::Duration::from_millis(settle_ms as u64)
+        });
         if Instant::now() < until {
             continue;
         }
