@@ -1,0 +1,40 @@
+//! Issue 14: blazec given a bad trace exits 1 with exactly one `error:` line naming the reason,
+//! quickly, whatever the path holds. No device is needed: the file is refused before any model
+//! is built.
+mod common;
+use common::*;
+use std::time::{Duration, Instant};
+
+#[test]
+fn blazec_refuses_bad_trace_files_with_one_error_line() {
+    let dir = scratch("bad-inputs");
+    let write = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let fifo = dir.join("fifo");
+    let _ = std::process::Command::new("mkfifo").arg(&fifo).status();
+    let plan = write("plan.ron", "PlanFile(format_version: 1)");
+    let damaged = write("damaged.ron", &std::fs::read_to_string(env!("CARGO_MANIFEST_DIR").to_string() + "/../ir/fuzz/corpus/trace/seed-tiny.ron").unwrap().replace("inputs: [0]", "inputs: [2]"));
+    let cases: Vec<(String, &str)> = vec![
+        (dir.join("missing.ron").to_str().unwrap().into(), "No such file or directory"),
+        (dir.to_str().unwrap().into(), "it is a directory"),
+        ("/dev/zero".into(), "it is not a regular file"),
+        (fifo.to_str().unwrap().into(), "it is not a regular file"),
+        (write("empty.ron", ""), "not a trace file"),
+        (plan, "not a trace file"),
+        (damaged, "operation 1 reads operation 2, which is not earlier"),
+    ];
+    for (path, why) in cases {
+        let start = Instant::now();
+        let out = blazec(&["space", "--trace", &path, "--dry-run"]);
+        let took = start.elapsed();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{path}: {stderr}");
+        let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(errors.len(), 1, "{path}: {stderr}");
+        assert!(errors[0].contains(why), "{path}: expected `{why}` in {stderr}");
+        assert!(took < Duration::from_secs(5), "{path}: {took:?}");
+    }
+}
