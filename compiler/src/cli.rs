@@ -111,10 +111,13 @@ enum Command {
     /// Time every workload and regime under Burn's default and with fusion off.
     Bench(crate::bench::BenchArgs),
     /// Run the verification gate directly: the probe under a plan against Burn's plan.
-    #[command(after_help = "Example:\n  blazec verify --trace t.ron --every-live 4")]
+    #[command(after_help = "Examples:\n  blazec verify --plan plan.ron              # the plan a user has\n  blazec verify --trace t.ron --every-live 4  # a plan made from a trace by a cut rule")]
     Verify {
+        /// A plan file: verify its cuts on the model and regime its contract names.
+        #[arg(long, conflicts_with = "trace", required_unless_present = "trace")]
+        plan: Option<PathBuf>,
         #[arg(long)]
-        trace: PathBuf,
+        trace: Option<PathBuf>,
         /// Cut every k-th live cut point.
         #[arg(long, default_value_t = 4)]
         every_live: usize,
@@ -166,7 +169,8 @@ enum Command {
 
 /// Runs the CLI with `resolve` for model names. Returns the exit code.
 pub fn main_with(resolve: &Resolver) -> i32 {
-    let cli = match Cli::try_parse() {
+    quiet_vulkan_loader();
+    let cli = match parse_as_this_binary(resolve) {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
@@ -191,6 +195,32 @@ pub fn main_with(resolve: &Resolver) -> i32 {
             eprintln!("error: {e:#}");
             1
         }
+    }
+}
+
+/// Parses the command line with this binary's own name in usage and help, and without `demo`
+/// (the attention-d257 demo) when the catalog does not offer that model.
+fn parse_as_this_binary(resolve: &Resolver) -> Result<Cli, clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    let name = std::env::args_os()
+        .next()
+        .and_then(|a| std::path::Path::new(&a).file_name().map(|f| f.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "blazec".into());
+    // clap keeps a command's name as &'static str; once per process.
+    let name: &'static str = Box::leak(name.into_boxed_str());
+    let mut command = Cli::command().name(name).bin_name(name);
+    if !resolve.names().iter().any(|n| n == "attention-d257") {
+        command = command.mut_subcommand("demo", |demo| demo.hide(true));
+    }
+    Cli::from_arg_matches(&command.try_get_matches()?)
+}
+
+/// Mesa's Vulkan window-system code prints `error: XDG_RUNTIME_DIR is invalid or not set` lines
+/// when the variable is missing, though no window is ever opened. Give it the temp directory.
+fn quiet_vulkan_loader() {
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
+        // SAFETY: called first thing in `main_with`, before this program starts any thread.
+        unsafe { std::env::set_var("XDG_RUNTIME_DIR", std::env::temp_dir()) };
     }
 }
 
@@ -278,13 +308,23 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             }
             crate::bench::bench(names, &args)
         }
-        Command::Verify { trace, every_live, inject_fault } => {
-            let trace = read_trace(&trace)?;
-            let factory = factory_of_trace(resolve, &trace)?;
-            let cuts = trace.live_cut_points().into_iter().step_by(every_live.max(1)).collect();
+        Command::Verify { plan, trace, every_live, inject_fault } => {
+            let (model, regime, cuts) = match (plan, trace) {
+                (Some(plan), _) => {
+                    let plan = blaze_ir::PlanFile::read(&plan)?;
+                    (plan.contract.model, plan.contract.regime, plan.cuts)
+                }
+                (None, Some(trace)) => {
+                    let trace = read_trace(&trace)?;
+                    let cuts = trace.live_cut_points().into_iter().step_by(every_live.max(1)).collect();
+                    (trace.model, trace.regime, cuts)
+                }
+                (None, None) => anyhow::bail!("give --plan or --trace"),
+            };
+            let factory = factory_named(resolve, &model)?;
             let candidate = crate::candidate::Candidate::new(1, cuts);
-            let outcome = crate::tune::verify::verify(factory.as_ref(), trace.regime, &candidate, inject_fault);
-            println!("verify {} ({} cuts{}): {outcome:?}", trace.model, candidate.cuts.len(), if inject_fault { ", fault injected" } else { "" });
+            let outcome = crate::tune::verify::verify(factory.as_ref(), regime, &candidate, inject_fault);
+            println!("verify {model} ({} cuts{}): {outcome:?}", candidate.cuts.len(), if inject_fault { ", fault injected" } else { "" });
             Ok(())
         }
         Command::Run(args) => run::run(resolve, &args),
@@ -348,17 +388,45 @@ pub fn read_trace(path: &std::path::Path) -> anyhow::Result<blaze_ir::Trace> {
 
 /// The factory that rebuilds the model a trace was made from (its name records test shapes).
 pub fn factory_of_trace(resolve: &Resolver, trace: &blaze_ir::Trace) -> anyhow::Result<Box<dyn ModelFactory>> {
-    let (batch, seq) = shape_override(&trace.model);
-    let base = trace.model.split("-b").next().unwrap_or(&trace.model);
-    resolve
-        .find(base, batch, seq)
-        .filter(|f| f.name() == trace.model)
-        .ok_or_else(|| anyhow::anyhow!("the trace's model `{}` is not known to this binary", trace.model))
+    factory_named(resolve, &trace.model)
 }
 
-/// `attention-d257-b2s32` -> (Some(2), Some(32)).
-fn shape_override(name: &str) -> (Option<usize>, Option<usize>) {
-    let Some((_, tail)) = name.rsplit_once("-b") else { return (None, None) };
-    let (b, s) = tail.split_once('s').unwrap_or((tail, ""));
-    (b.parse().ok(), s.parse().ok())
+/// The factory of the model a trace or plan names (the name records any test shapes).
+pub fn factory_named(resolve: &Resolver, model: &str) -> anyhow::Result<Box<dyn ModelFactory>> {
+    let named = |f: &Box<dyn ModelFactory>| f.name() == model;
+    // A name with a recorded test shape (`attention-d257-b2s32`) first, then the name as it is,
+    // so a model whose own name contains `-b` (`tiny-bert`) is found too.
+    split_shape_suffix(model)
+        .and_then(|(base, batch, seq)| resolve.find(base, Some(batch), seq).filter(named))
+        .or_else(|| resolve.find(model, None, None).filter(named))
+        .ok_or_else(|| anyhow::anyhow!("the model `{model}` is not known to this binary (see `list`)"))
+}
+
+/// `attention-d257-b2s32` -> ("attention-d257", 2, Some(32)); `mlp-w1025-b64` -> (.., 64, None);
+/// None unless the name ends in such a suffix (`tiny-bert` has none).
+pub fn split_shape_suffix(name: &str) -> Option<(&str, usize, Option<usize>)> {
+    let (base, tail) = name.rsplit_once("-b")?;
+    let (b, s) = match tail.split_once('s') {
+        Some((b, s)) => (b, Some(s)),
+        None => (tail, None),
+    };
+    let seq = match s {
+        Some(s) => Some(s.parse().ok()?),
+        None => None,
+    };
+    Some((base, b.parse().ok()?, seq))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_shape_suffix;
+
+    #[test]
+    fn only_a_trailing_shape_suffix_is_split_off() {
+        assert_eq!(split_shape_suffix("attention-d257-b2s32"), Some(("attention-d257", 2, Some(32))));
+        assert_eq!(split_shape_suffix("mlp-w1025-b64"), Some(("mlp-w1025", 64, None)));
+        assert_eq!(split_shape_suffix("tiny-bert"), None);
+        assert_eq!(split_shape_suffix("tiny-bert-b2s32"), Some(("tiny-bert", 2, Some(32))));
+        assert_eq!(split_shape_suffix("my-big-model"), None);
+    }
 }

@@ -144,9 +144,15 @@ pub fn write_atomic(path: &Path, text: &str) -> anyhow::Result<()> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().context("output path has no file name")?.to_string_lossy();
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot move into place {}", path.display()))?;
-    Ok(())
+    // A temp file of this process, renamed into place: a reader (or a second writer) sees the
+    // old file or the new one, never a torn one; on failure nothing is left behind.
+    let written = std::fs::write(&tmp, text)
+        .with_context(|| format!("cannot write {}", tmp.display()))
+        .and_then(|()| std::fs::rename(&tmp, path).with_context(|| format!("cannot move into place {}", path.display())));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 /// Current UTC time as `YYYY-MM-DDTHH:MM:SSZ` (no date crate needed).

@@ -147,21 +147,35 @@ pub fn run_tune(resolve: &Resolver, args: &TuneArgs) -> anyhow::Result<()> {
     let factory = resolve_model(resolve, &args.model)?;
     let dir = args.output.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    // Minutes of measuring must not end in an unwritable directory: find out now.
+    let probe = dir.join(format!(".blaze-write-probe-{}", std::process::id()));
+    std::fs::write(&probe, b"").with_context(|| format!("cannot write to {} (the plan goes there)", dir.display()))?;
+    let _ = std::fs::remove_file(&probe);
     if journal::open_from_env() {
         return worker(factory.as_ref(), args, &dir);
     }
     crate::tune_supervise::supervise(args, &mut progress_printer(args.verbose))
 }
 
-/// Prints a stage: one line each with `-v`, a rewritten line on a terminal, nothing when piped.
+/// Prints a stage: one line each with `-v`, a rewritten line on a terminal; when piped (a log
+/// file, CI), one line each time the kind of stage changes (`trace`, `confirm`, `round`, ...),
+/// so a long run is never silent yet a log does not get a line per round.
 pub fn progress_printer(verbose: bool) -> impl FnMut(&str) {
     let tty = std::io::stderr().is_terminal();
     let started = std::time::Instant::now();
+    let mut last_kind = String::new();
     move |stage: &str| {
+        let at = started.elapsed().as_secs_f64();
         if verbose {
-            eprintln!("[blazec tune {:7.1} s] {stage}", started.elapsed().as_secs_f64());
+            eprintln!("[blazec tune {at:7.1} s] {stage}");
         } else if tty {
-            eprint!("\r\x1b[2K[blazec tune {:5.0} s] {stage} {}", started.elapsed().as_secs_f64(), bar(stage));
+            eprint!("\r\x1b[2K[blazec tune {at:5.0} s] {stage} {}", bar(stage));
+        } else {
+            let kind = stage.split_whitespace().next().unwrap_or("").to_string();
+            if kind != last_kind {
+                eprintln!("[blazec tune {at:7.1} s] {stage}");
+                last_kind = kind;
+            }
         }
     }
 }

@@ -5,6 +5,20 @@ mod common;
 use common::*;
 use std::time::{Duration, Instant};
 
+/// A tune whose plan could not be written is refused before anything is measured.
+#[test]
+fn tune_refuses_an_unwritable_output_before_measuring() {
+    for (output, why) in [("/dev/null/plan.ron", "cannot create /dev/null"), ("/proc/self/plan.ron", "cannot write to /proc/self (the plan goes there)")] {
+        let start = Instant::now();
+        let out = blazec(&["tune", "attention-d257", "--batch", "2", "--seq", "32", "--device", "vulkan", "-o", output]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{output}: {stderr}");
+        let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+        assert!(errors.len() == 1 && errors[0].contains(why), "{output}: {stderr}");
+        assert!(start.elapsed() < Duration::from_secs(20), "refused before measuring");
+    }
+}
+
 #[test]
 fn blazec_refuses_bad_trace_files_with_one_error_line() {
     let dir = scratch("bad-inputs");

@@ -42,7 +42,10 @@ fn verify_gate_refuses_a_plan_whose_fused_kernels_compute_a_wrong_value() {
         sig.kind == "NumericFloat/Add" && sig.shapes.len() == 3 && sig.shapes[0] == sig.shapes[1] && !cuts.contains(&(o as u64))
     }).expect("a fused residual add the plan keeps fused");
     let fault = format!("{target}:plans");
-    let out = blazec_env(&["verify", "--trace", trace_path.to_str().unwrap(), "--every-live", "4"], &[(blaze_runtime::fault::FUSED_FAULT_ENV, &fault)]);
+    // The plan file a user has (`verify --plan`), made from the trace by the same cut rule.
+    let plan = scratch("verify-fused-fault").join("plan.ron");
+    ok(&["plan", "--trace", trace_path.to_str().unwrap(), "--every-live", "4", "-o", plan.to_str().unwrap()]);
+    let out = blazec_env(&["verify", "--plan", plan.to_str().unwrap()], &[(blaze_runtime::fault::FUSED_FAULT_ENV, &fault)]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("Refused(\"different"), "{stdout}");
@@ -59,6 +62,8 @@ fn tune_records_a_hanging_and_a_crashing_candidate_as_broken_and_goes_on() {
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(stderr.contains("candidate c2 hung: no progress for 10 s; recorded as broken"), "{stderr}");
     assert!(stderr.contains("candidate c3 crashed the worker"), "{stderr}");
+    // Piped and without -v, a tune still says what it is doing (one line per kind of stage).
+    assert!(stderr.lines().filter(|l| l.starts_with("[blazec tune")).count() >= 3, "{stderr}");
 
     let results: blaze_compiler::tune::TuneResult = ron::from_str(&std::fs::read_to_string(dir.join("plan.results.ron")).unwrap()).unwrap();
     let broken: Vec<usize> = results.broken.iter().map(|(id, _)| *id).collect();

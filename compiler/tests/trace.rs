@@ -14,6 +14,17 @@ fn tracing_twice_gives_identical_files() {
     assert_eq!(std::fs::read(&first).unwrap(), std::fs::read(&again).unwrap(), "trace files differ between runs");
 }
 
+/// Issue 14: the candidate list and the e-graph's groups are the same in two processes (no
+/// hash-order or time dependence), so a tune's plan space can be reproduced from its trace.
+#[test]
+fn candidates_and_egraph_groups_are_identical_across_runs() {
+    let (path, _) = trace("training");
+    let space = || String::from_utf8_lossy(&ok(&["space", "--trace", path.to_str().unwrap(), "--budget", "24", "--dry-run"]).stdout).into_owned();
+    let (first, again) = (space(), space());
+    assert!(first.lines().count() > 2, "{first}");
+    assert_eq!(first, again);
+}
+
 #[test]
 fn dot_export_renders_with_graphviz_and_text_dump_lists_every_op() {
     let dir = scratch("dot");

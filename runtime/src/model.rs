@@ -16,12 +16,24 @@ pub struct Description {
 }
 
 /// What one step returns.
+///
+/// `logits` is the model's output for the step's batch, whatever the model predicts:
+/// * a classifier or language model returns its logits, `classes` columns per row;
+/// * a regression model (the built-in MLP and chain workloads, MSE loss) returns its
+///   predictions, `classes` = the width of one output row (1 for a scalar target).
+///
+/// What verification then checks (`blazec verify`, `tune`, `doctor`): every step's loss and
+/// every output value under the plan against Burn's plan, largest difference relative to the
+/// largest magnitude within 1e-5, and for `classes` > 1 the row-wise argmax identical in every
+/// row (for a regression model that is "the largest output column", harmless to require).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct StepOutput {
     /// The step's loss (read back, so the step is complete on the device).
     pub loss: f32,
-    /// The logits of the step's batch, row-major with `classes` columns; empty unless captured.
+    /// The model's output for the step's batch, row-major, `classes` values per row; empty
+    /// unless captured.
     pub logits: Vec<f32>,
+    /// Values per output row: classes of a classifier, output width of a regression model.
     pub classes: usize,
 }
 

@@ -23,3 +23,30 @@ fn blazec_commands_drive_a_users_own_model() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("plan: applied"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 13 friction: a user's binary introduces itself by its own name and does not offer
+/// blazec's attention demo, which its catalog cannot run.
+#[test]
+fn a_users_binary_has_its_own_name_in_help_and_no_demo() {
+    let help = String::from_utf8_lossy(&user_model(&["--help"]).stdout).into_owned();
+    assert!(help.contains("Usage: user-model"), "{help}");
+    assert!(!help.contains("blazec <COMMAND>") && !help.lines().any(|l| l.trim_start().starts_with("demo ")), "{help}");
+}
+
+/// Issue 13 friction: without XDG_RUNTIME_DIR, Mesa's Vulkan code used to print stray `error:`
+/// lines on every run; the library now sets it, so stderr holds no error.
+#[test]
+fn no_stray_errors_without_xdg_runtime_dir() {
+    let dir = std::env::temp_dir().join(format!("blaze-user-xdg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("t.ron");
+    let out = Command::new(env!("CARGO_BIN_EXE_user-model"))
+        .args(["trace", "tiny-mlp-lm", "--regime", "forward", "-o", trace.to_str().unwrap()])
+        .env_remove("XDG_RUNTIME_DIR")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.to_lowercase().contains("error"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
