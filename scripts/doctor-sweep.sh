@@ -24,7 +24,7 @@ for m in attention-d256 attention-d257 attention-d258 mlp-w1024 mlp-w1025 lstm-h
     "$B" doctor $m $(shape $m) --regime $r --max-probes ${MAX_PROBES:-40} -o "$OUT/$m-$r.ron" > "$OUT/$m-$r.txt" 2>&1
     code=$?
     rel=$(awk -F'|' '/^\| (loss|logits|output)/ { if ($3+0 > m) m = $3+0 } END { printf "%.2e", m }' "$OUT/$m-$r.txt")
-    verdict=$(sed -n 3p "$OUT/$m-$r.txt")
+    verdict=$(grep -v -e '^\[blazec' -e '^#' -e '^$' "$OUT/$m-$r.txt" | head -1)
     [ $code -ne 0 ] && verdict=$(grep -m1 '^error:' "$OUT/$m-$r.txt")
     echo "$m $r exit=$code wall_s=$(( $(date +%s) - s )) max_rel=$rel | $verdict" | tee -a "$OUT/summary.txt"
   done

@@ -335,8 +335,9 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             anyhow::ensure!(tolerance >= 0.0 && tolerance.is_finite(), "--tolerance must be a finite number >= 0");
             anyhow::ensure!(steps >= 1, "--steps must be at least 1");
             let factory = resolve_model(resolve, &model)?;
+            crate::run::prepare_output(&output)?;
             let opts = crate::doctor::DoctorOptions { regime: model.regime, steps, tolerance, max_probes };
-            let mut progress = crate::tune_cli::progress_printer(false);
+            let mut progress = crate::tune_cli::progress_printer("doctor", false);
             let d = crate::doctor::doctor(factory.as_ref(), &opts, &mut progress)?;
             let stem = output.with_extension("");
             crate::run::write_atomic(&stem.with_extension("doctor.ron"), &crate::run::to_ron(&d.report))?;

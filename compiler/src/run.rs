@@ -139,6 +139,18 @@ pub fn to_ron<T: Serialize>(value: &T) -> String {
 
 /// Writes `text` to `path` atomically: a temporary file in the same directory, then a rename,
 /// so a reader (or an interrupted run) never sees a partial file.
+/// Creates the directory `output` goes into and checks that it is writable, so minutes of work
+/// do not end in an unwritable directory. Returns the directory.
+pub fn prepare_output(output: &Path) -> anyhow::Result<std::path::PathBuf> {
+    use anyhow::Context;
+    let dir = output.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let probe = dir.join(format!(".blaze-write-probe-{}", std::process::id()));
+    std::fs::write(&probe, b"").with_context(|| format!("cannot write to {} (the output goes there)", dir.display()))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(dir)
+}
+
 pub fn write_atomic(path: &Path, text: &str) -> anyhow::Result<()> {
     use anyhow::Context;
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));

@@ -145,35 +145,30 @@ pub fn run_tune(resolve: &Resolver, args: &TuneArgs) -> anyhow::Result<()> {
     }
     check_device(&args.device)?;
     let factory = resolve_model(resolve, &args.model)?;
-    let dir = args.output.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    // Minutes of measuring must not end in an unwritable directory: find out now.
-    let probe = dir.join(format!(".blaze-write-probe-{}", std::process::id()));
-    std::fs::write(&probe, b"").with_context(|| format!("cannot write to {} (the plan goes there)", dir.display()))?;
-    let _ = std::fs::remove_file(&probe);
+    let dir = crate::run::prepare_output(&args.output)?;
     if journal::open_from_env() {
         return worker(factory.as_ref(), args, &dir);
     }
-    crate::tune_supervise::supervise(args, &mut progress_printer(args.verbose))
+    crate::tune_supervise::supervise(args, &mut progress_printer("tune", args.verbose))
 }
 
 /// Prints a stage: one line each with `-v`, a rewritten line on a terminal; when piped (a log
 /// file, CI), one line each time the kind of stage changes (`trace`, `confirm`, `round`, ...),
 /// so a long run is never silent yet a log does not get a line per round.
-pub fn progress_printer(verbose: bool) -> impl FnMut(&str) {
+pub fn progress_printer(command: &'static str, verbose: bool) -> impl FnMut(&str) {
     let tty = std::io::stderr().is_terminal();
     let started = std::time::Instant::now();
     let mut last_kind = String::new();
     move |stage: &str| {
         let at = started.elapsed().as_secs_f64();
         if verbose {
-            eprintln!("[blazec tune {at:7.1} s] {stage}");
+            eprintln!("[blazec {command} {at:7.1} s] {stage}");
         } else if tty {
-            eprint!("\r\x1b[2K[blazec tune {at:5.0} s] {stage} {}", bar(stage));
+            eprint!("\r\x1b[2K[blazec {command} {at:5.0} s] {stage} {}", bar(stage));
         } else {
             let kind = stage.split_whitespace().next().unwrap_or("").to_string();
             if kind != last_kind {
-                eprintln!("[blazec tune {at:7.1} s] {stage}");
+                eprintln!("[blazec {command} {at:7.1} s] {stage}");
                 last_kind = kind;
             }
         }
@@ -219,7 +214,7 @@ fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path
         greedy: args.greedy.map(|n| (n, args.greedy_max_rounds)),
         broken: journal::broken_from_env(),
     };
-    let mut progress = progress_printer(args.verbose);
+    let mut progress = progress_printer("tune", args.verbose);
     let result = tune(factory, &opts, &mut progress)?;
     if std::io::stderr().is_terminal() && !args.verbose {
         eprintln!();

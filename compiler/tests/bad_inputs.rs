@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 /// A tune whose plan could not be written is refused before anything is measured.
 #[test]
 fn tune_refuses_an_unwritable_output_before_measuring() {
-    for (output, why) in [("/dev/null/plan.ron", "cannot create /dev/null"), ("/proc/self/plan.ron", "cannot write to /proc/self (the plan goes there)")] {
+    for (output, why) in [("/dev/null/plan.ron", "cannot create /dev/null"), ("/proc/self/plan.ron", "cannot write to /proc/self (the output goes there)")] {
         let start = Instant::now();
         let out = blazec(&["tune", "attention-d257", "--batch", "2", "--seq", "32", "--device", "vulkan", "-o", output]);
         let stderr = String::from_utf8_lossy(&out.stderr);

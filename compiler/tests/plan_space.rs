@@ -97,8 +97,10 @@ fn interrupted_tune_leaves_no_partial_plan() {
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_secs(8));
-    // The shell's builtin kill: no procps needed.
-    let killed = std::process::Command::new("sh").args(["-c", &format!("kill -INT {}", child.id())]).status().unwrap();
+    // The shell's builtin kill: no procps needed. SIGTERM, not SIGINT: when the tests themselves
+    // run as a background job, SIGINT is ignored (POSIX, asynchronous lists) and an ignored
+    // signal stays ignored across exec, so a SIGINT would never reach blazec.
+    let killed = std::process::Command::new("sh").args(["-c", &format!("kill -TERM {}", child.id())]).status().unwrap();
     assert!(killed.success());
     assert!(!child.wait().unwrap().success(), "an interrupted tune must not report success");
     // An uninterrupted tune of this size takes ~45 s on lavapipe: wait past that, then look.
