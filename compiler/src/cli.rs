@@ -127,6 +127,16 @@ enum Command {
     },
     /// List the built-in workloads with their parameter counts.
     List,
+    /// Does each entry of a bundle (or a plan file) still fit this machine and this build?
+    /// Device and Burn version from its contract; for this device's entries the model is traced
+    /// again and its op stream and cut points compared.
+    #[command(after_help = "Examples:\n  blazec check model.blaze\n  blazec check model.blaze --model attention-d257   # in a user's CI\n\nExit 0 when an entry for this machine fits, 1 otherwise (the table says why).")]
+    Check {
+        bundle: PathBuf,
+        /// Check only the entries of this model.
+        #[arg(long)]
+        model: Option<String>,
+    },
     /// Does Burn's fusion change this model's numbers? Compares Burn's plan with Burn executing
     /// nothing fused, finds the fused blocks at fault (delta debugging) and writes a plan that
     /// unfuses only them, with a report for a Burn bug report.
@@ -368,6 +378,16 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             let probe = crate::tune::verify::probe_steps(factory.as_ref(), model.regime, &candidate, false, steps).map_err(anyhow::Error::msg)?;
             crate::run::write_atomic(&output, &crate::run::to_ron(&probe))?;
             println!("{} {}: losses {:?}; {} blocks ({} fused); partition {}", model.model, candidate.to_text(), probe.losses, probe.blocks, probe.fused_blocks, probe.fingerprint);
+            Ok(())
+        }
+        Command::Check { bundle, model } => {
+            let bundle = blaze_ir::Bundle::read(&bundle)?;
+            let device = blaze_workloads::device::device_info();
+            let mut progress = crate::tune_cli::progress_printer("check", false);
+            let rows = crate::check::check(&bundle, model.as_deref(), &device, resolve, &mut progress);
+            print!("{}", crate::check::table(&rows));
+            anyhow::ensure!(!rows.is_empty(), "the bundle holds no entry{}", model.map_or(String::new(), |m| format!(" of model `{m}`")));
+            anyhow::ensure!(rows.iter().any(|r| r.verdict.is_ok()), "no entry fits this machine ({}) and build", device.adapter);
             Ok(())
         }
         Command::List => {

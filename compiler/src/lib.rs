@@ -10,6 +10,7 @@
 //! same commands for its models.
 pub mod bench;
 pub mod candidate;
+pub mod check;
 pub mod child;
 pub mod canon;
 pub mod cli;

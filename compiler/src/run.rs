@@ -24,6 +24,10 @@ pub struct RunArgs {
     /// device's clocks recover from the compilation pause; 0 = none).
     #[arg(long, default_value_t = crate::session::SETTLE.as_millis() as u64)]
     pub settle_ms: u64,
+    /// Settle for exactly this many untimed steps instead of `--settle-ms`, so two runs' loss
+    /// lists line up step for step (settling by wall time runs a time-dependent count).
+    #[arg(long, conflicts_with = "settle_ms")]
+    pub settle_steps: Option<usize>,
     /// Write the run's report (RON): losses, times, executed partition, captured logits.
     #[arg(long)]
     pub report: Option<PathBuf>,
@@ -57,7 +61,10 @@ pub fn run(resolve: &Resolver, args: &RunArgs) -> anyhow::Result<()> {
     let factory = resolve_model(resolve, &args.model)?;
     let mut model = factory.build(args.model.regime).map_err(anyhow::Error::msg)?;
     let loaded = args.plan.as_ref().map(|p| load_plan(p, &contract_of(model.as_ref(), "")));
-    let settle = Settle::For(std::time::Duration::from_millis(args.settle_ms));
+    let settle = match args.settle_steps {
+        Some(n) => Settle::Steps(n),
+        None => Settle::For(std::time::Duration::from_millis(args.settle_ms)),
+    };
     let report = run_loaded(model.as_mut(), loaded.as_ref(), args.warmup, settle, args.steps);
     println!("plan: {}", report.plan);
     println!("losses: {:?}", report.losses);

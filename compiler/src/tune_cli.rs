@@ -50,6 +50,11 @@ pub struct TuneArgs {
     /// Where to write the plan (RON); report.md, report.svg and the raw results go beside it.
     #[arg(short, long, default_value = "plan.ron")]
     pub output: PathBuf,
+    /// Also add the plan to this bundle (created if absent), replacing the entry for the same
+    /// model, device, Burn version, regime and shapes. Ship the bundle; `load_plan` picks the
+    /// entry that fits the run.
+    #[arg(long)]
+    pub bundle: Option<PathBuf>,
     /// Candidates requested when there are more than 10 live cut points.
     #[arg(long, default_value_t = 16)]
     pub budget: usize,
@@ -222,9 +227,27 @@ fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path
     write_atomic(&results, &to_ron(&result))?;
     write_atomic(&dir.join(format!("{stem}.report.md")), &report::markdown(&result))?;
     write_atomic(&dir.join(format!("{stem}.report.svg")), &report::svg(&result))?;
-    write_atomic(&args.output, &result.plan.as_ref().expect("tune returns a plan").to_ron())?;
+    let plan = result.plan.as_ref().expect("tune returns a plan");
+    write_atomic(&args.output, &plan.to_ron())?;
     println!("{}", report::markdown(&result));
+    if let Some(bundle) = &args.bundle {
+        let replaced = add_to_bundle(bundle, plan.clone())?;
+        println!("bundle {}: {} the entry for {}", bundle.display(), if replaced { "replaced" } else { "added" }, blaze_ir::bundle::EntryKey::of(&plan.contract));
+    }
     Ok(())
+}
+
+/// Adds `plan` to the bundle at `path` (a new bundle when there is no file); a file that is
+/// there but is not a readable bundle or plan is an error, never overwritten.
+pub fn add_to_bundle(path: &Path, plan: blaze_ir::PlanFile) -> anyhow::Result<bool> {
+    let mut bundle = if path.exists() {
+        blaze_ir::Bundle::read(path).with_context(|| format!("--bundle {}: not a bundle this blazec can extend", path.display()))?
+    } else {
+        blaze_ir::Bundle::new()
+    };
+    let replaced = bundle.upsert(plan);
+    write_atomic(path, &bundle.to_ron())?;
+    Ok(replaced)
 }
 
 /// Times the model in a child process with fusion off (a per-process Burn setting): the

@@ -102,4 +102,14 @@ fn run_settles_untimed_before_the_first_timed_step() {
     // warm-up, the op-stream check step, settling, timed steps, the recorded last step
     assert_eq!(r.losses.len(), 1 + 1 + r.settle_steps + 2 + 1);
     assert_eq!(r.step_ms.len(), 2, "settling steps must not be timed");
+    // Issue 13: `--settle-steps` settles by count, so two runs' losses line up step for step.
+    let counted = scratch("settle").join("counted.ron");
+    let mut args = vec!["run"];
+    args.extend(SMALL);
+    args.extend(["--regime", "forward", "--warmup", "1", "--steps", "2", "--settle-steps", "3", "--report", counted.to_str().unwrap()]);
+    ok(&args);
+    let c = read_report(&counted);
+    assert_eq!(c.settle_steps, 3);
+    assert_eq!(c.losses.len(), 1 + 1 + 3 + 2 + 1);
+    assert_eq!(c.losses[..2], r.losses[..2], "same seeded steps give the same losses");
 }

@@ -113,6 +113,10 @@ pub enum PlanError {
     UnknownBoundaries(String),
     #[error("plan lists a cut more than once: {0}")]
     DuplicateCuts(String),
+    #[error("bundle holds two entries for {0}")]
+    DuplicateEntries(String),
+    #[error("no entry of the bundle fits this run ({run}); it holds: {held}")]
+    NoEntry { run: String, held: String },
     #[error("plan was made for {field} `{planned}`, but this run has `{actual}`")]
     Mismatch { field: &'static str, planned: String, actual: String },
 }
@@ -218,4 +222,4 @@ impl PlanFile {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -57,9 +57,11 @@ pub fn load_plan(path: impl AsRef<Path>, actual: &Contract) -> LoadOutcome {
     }
 }
 
-/// [`load_plan`] for plan text already in memory.
+/// [`load_plan`] for plan text already in memory: a plan file, or a bundle, of which the entry
+/// that fits `actual` (device, Burn version, model, regime, shapes) is installed. A program that
+/// switches regime (train, then evaluate) calls it again with the other regime.
 pub fn load_plan_text(text: &str, actual: &Contract) -> LoadOutcome {
-    let plan = match PlanFile::parse(text).and_then(|p| p.check_contract(actual).map(|()| p)) {
+    let plan = match blaze_ir::Bundle::parse(text).and_then(|b| b.select(actual).cloned()) {
         Ok(plan) => plan,
         Err(e) => return fallback(e),
     };

@@ -4,30 +4,11 @@
 use blaze_ir::plan::{DeviceInfo, Regime};
 use blaze_ir::{BoundaryId, Contract, PlanFile};
 use blaze_runtime::{LoadOutcome, fallback_warning, load_plan};
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-/// Counts live heap bytes and their peak, so each load's memory can be bounded.
-struct Counting;
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-        PEAK.fetch_max(live, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static HEAP: blaze_ir::heap::Counting = blaze_ir::heap::Counting;
 
 fn contract() -> Contract {
     Contract {
@@ -130,12 +111,11 @@ fn every_bad_plan_kind_warns_once_with_its_reason_and_keeps_burns_plan_in_bounde
         let dir = root.join(i.to_string());
         std::fs::create_dir_all(&dir).unwrap();
         let path = make(&dir);
-        let base = LIVE.load(Ordering::Relaxed);
-        PEAK.store(base, Ordering::Relaxed);
+        let base = blaze_ir::heap::start();
         let start = Instant::now();
         let outcome = load_plan(&path, &contract());
         let took = start.elapsed();
-        let peak = PEAK.load(Ordering::Relaxed).saturating_sub(base);
+        let peak = blaze_ir::heap::peak_since(base);
         let LoadOutcome::Fallback(err) = outcome else { panic!("{kind}: the plan was applied") };
         let warning = fallback_warning(&err);
         assert!(warning.starts_with("warning: blaze: ") && warning.ends_with("; using Burn's own fusion plan"), "{kind}: {warning}");

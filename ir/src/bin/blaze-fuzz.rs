@@ -10,28 +10,12 @@
 //! Usage: blaze-fuzz [plan|trace|partition|all] [execs per target] [seed] [--save-corpus] [--write-seeds]
 //! (built with the workspace: `$CARGO_TARGET_DIR/release/blaze-fuzz`).
 use blaze_ir::{ExecutedPartition, PlanFile, Trace};
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-struct Counting;
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-        PEAK.fetch_max(live, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static HEAP: blaze_ir::heap::Counting = blaze_ir::heap::Counting;
 
 const SLOW: Duration = Duration::from_secs(1);
 const HEAVY: usize = 256 << 20;
@@ -153,12 +137,11 @@ fn fuzz(target: &str, execs: u64, seed: u64, root: &Path, save: bool) -> Totals 
         let pick = rng.below(corpus.len());
         let input = mutate(&mut rng, &corpus[pick], &corpus);
         let text = String::from_utf8_lossy(&input).into_owned();
-        let base = LIVE.load(Ordering::Relaxed);
-        PEAK.store(base, Ordering::Relaxed);
+        let base = blaze_ir::heap::start();
         let start = Instant::now();
         let outcome = std::panic::catch_unwind(|| run(target, &text));
         let took = start.elapsed();
-        let heap = PEAK.load(Ordering::Relaxed).saturating_sub(base);
+        let heap = blaze_ir::heap::peak_since(base);
         t.execs += 1;
         t.slowest = t.slowest.max(took);
         t.heaviest = t.heaviest.max(heap);

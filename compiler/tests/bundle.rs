@@ -1,0 +1,44 @@
+//! Issue 13: `blazec check` on a bundle: exit 0 when the entry for this machine still fits
+//! (traced again: op stream and cut points), 1 when none does, with a table saying why.
+mod common;
+use blaze_ir::{Bundle, PlanFile};
+use common::*;
+
+fn check(bundle: &Bundle, tag: &str) -> (Option<i32>, String, String) {
+    let path = scratch("check").join(format!("{tag}.blaze"));
+    std::fs::write(&path, bundle.to_ron()).unwrap();
+    let out = blazec(&["check", path.to_str().unwrap()]);
+    (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn check_says_which_entries_fit_this_machine_and_exits_accordingly() {
+    let (trace_path, _) = trace("forward");
+    let plan_path = scratch("check").join("plan.ron");
+    ok(&["plan", "--trace", trace_path.to_str().unwrap(), "--every-live", "4", "-o", plan_path.to_str().unwrap()]);
+    let here = PlanFile::parse(&std::fs::read_to_string(&plan_path).unwrap()).unwrap();
+    let mut elsewhere = here.clone();
+    elsewhere.contract.device.adapter = "NVIDIA H200".into();
+
+    let mut both = Bundle::new();
+    both.upsert(here.clone());
+    both.upsert(elsewhere.clone());
+    let (code, table, stderr) = check(&both, "both");
+    assert_eq!(code, Some(0), "{table}{stderr}");
+    assert!(table.contains("on llvmpipe") && table.contains("| yes |"), "{table}");
+    assert!(table.contains("no: another device: made on `NVIDIA H200`"), "{table}");
+
+    let mut only_elsewhere = Bundle::new();
+    only_elsewhere.upsert(elsewhere);
+    let (code, table, stderr) = check(&only_elsewhere, "elsewhere");
+    assert_eq!(code, Some(1), "{table}{stderr}");
+    assert!(stderr.lines().filter(|l| l.starts_with("error:")).count() == 1 && stderr.contains("no entry fits this machine"), "{stderr}");
+
+    let mut stale = here;
+    stale.contract.op_stream = "0123456789abcdef".into();
+    let mut changed = Bundle::new();
+    changed.upsert(stale);
+    let (code, table, _) = check(&changed, "stale");
+    assert_eq!(code, Some(1), "{table}");
+    assert!(table.contains("no: plan was made for op stream `0123456789abcdef`"), "{table}");
+}
