@@ -6,8 +6,8 @@ fn parsers_survive_a_short_fuzz_run() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_blaze-fuzz")).args(["all", "20000", "7"]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    for target in ["plan", "trace", "partition"] {
+    for target in ["plan", "bundle", "trace", "partition"] {
         assert!(stdout.contains(&format!("{target}: 20000 executions")), "{stdout}");
     }
-    assert_eq!(stdout.matches(", 0 findings,").count(), 3, "{stdout}");
+    assert_eq!(stdout.matches(", 0 findings,").count(), 4, "{stdout}");
 }

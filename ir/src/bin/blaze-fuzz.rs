@@ -1,5 +1,5 @@
 //! A mutation fuzzer for Blaze's file parsers that runs on stable Rust (no cargo-fuzz): the plan
-//! file (`PlanFile::parse`), the trace (`Trace::from_ron` and what blazec does with a trace it
+//! file (`PlanFile::parse`), the bundle (`Bundle::parse`, `select`), the trace (`Trace::from_ron` and what blazec does with a trace it
 //! accepted) and the partition text form. Every execution runs under `catch_unwind`, is timed
 //! and has its heap peak measured; a panic, an execution over 1 s or a heap peak over 256 MiB is
 //! saved under `ir/fuzz/findings/` and fails the run (exit 1).
@@ -7,9 +7,9 @@
 //! Guidance without instrumentation: an input is kept in the corpus when it produces an outcome
 //! not seen before (accepted, or an error message with its numbers stripped).
 //!
-//! Usage: blaze-fuzz [plan|trace|partition|all] [execs per target] [seed] [--save-corpus] [--write-seeds]
+//! Usage: blaze-fuzz [plan|bundle|trace|partition|all] [execs per target] [seed] [--save-corpus] [--write-seeds]
 //! (built with the workspace: `$CARGO_TARGET_DIR/release/blaze-fuzz`).
-use blaze_ir::{ExecutedPartition, PlanFile, Trace};
+use blaze_ir::{Bundle, ExecutedPartition, PlanFile, Trace};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -39,6 +39,16 @@ fn run(target: &str, text: &str) -> String {
                 "ok".into()
             }
             Err(e) => class(&e),
+        },
+        "bundle" => match Bundle::parse(text) {
+            Ok(b) => {
+                let _ = b.to_ron();
+                for plan in &b.entries {
+                    let _ = b.select(&plan.contract);
+                }
+                "ok".into()
+            }
+            Err(e) => class(&e.to_string()),
         },
         "partition" => match ExecutedPartition::from_text(text) {
             Ok(p) => {
@@ -179,6 +189,11 @@ fn write_seeds(root: &Path) {
     let contract = Contract { model: "m".into(), regime: Regime::Training, shapes: "b=2".into(), op_stream: "ab".into(), ops_per_step: 10, device: device.clone(), burn_version: "0.22.1".into() };
     let mut plan = PlanFile::burn_default(contract, vec![BoundaryId(2), BoundaryId(5)]);
     plan.cuts = vec![BoundaryId(5)];
+    let mut bundle = Bundle::new();
+    bundle.upsert(plan.clone());
+    let mut forward = plan.clone();
+    forward.contract.regime = Regime::Forward;
+    bundle.upsert(forward);
     let sig = |k: &str| OpSignature { kind: k.into(), dtype: "F32".into(), shapes: vec![vec![2, 3], vec![2, 3]] };
     let trace = Trace {
         format_version: TRACE_FORMAT_VERSION,
@@ -198,7 +213,7 @@ fn write_seeds(root: &Path) {
         explored: vec![0, 1, 2],
     };
     let c = root.join("corpus");
-    for (dir, name, text) in [("plan", "seed-small.ron", plan.to_ron()), ("trace", "seed-tiny.ron", trace.to_ron()), ("partition", "seed.txt", trace.partition.to_text())] {
+    for (dir, name, text) in [("plan", "seed-small.ron", plan.to_ron()), ("bundle", "seed-two.blaze", bundle.to_ron()), ("trace", "seed-tiny.ron", trace.to_ron()), ("partition", "seed.txt", trace.partition.to_text())] {
         std::fs::create_dir_all(c.join(dir)).unwrap();
         std::fs::write(c.join(dir).join(name), text).unwrap();
     }
@@ -216,10 +231,10 @@ fn main() {
     let execs: u64 = pos.get(1).and_then(|s| s.parse().ok()).unwrap_or(100_000);
     let seed: u64 = pos.get(2).and_then(|s| s.parse().ok()).unwrap_or(0x5eed);
     let targets: Vec<&str> = match which {
-        "all" => vec!["plan", "trace", "partition"],
-        t @ ("plan" | "trace" | "partition") => vec![t],
+        "all" => vec!["plan", "bundle", "trace", "partition"],
+        t @ ("plan" | "bundle" | "trace" | "partition") => vec![t],
         other => {
-            eprintln!("error: unknown target `{other}` (plan, trace, partition or all)");
+            eprintln!("error: unknown target `{other}` (plan, bundle, trace, partition or all)");
             std::process::exit(2);
         }
     };
