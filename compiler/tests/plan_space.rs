@@ -89,13 +89,7 @@ fn tune_records_a_hanging_and_a_crashing_candidate_as_broken_and_goes_on() {
 fn interrupted_tune_leaves_no_partial_plan() {
     let dir = scratch("tune-interrupted");
     let args = small_tune(&dir);
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_blazec"))
-        .args(&args)
-        .env("XDG_RUNTIME_DIR", std::env::var("XDG_RUNTIME_DIR").unwrap_or("/tmp".into()))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_tune(&args, std::process::Stdio::null());
     std::thread::sleep(std::time::Duration::from_secs(8));
     // The shell's builtin kill: no procps needed. SIGTERM, not SIGINT: when the tests themselves
     // run as a background job, SIGINT is ignored (POSIX, asynchronous lists) and an ignored
@@ -118,13 +112,7 @@ fn tune_killed_at_any_point_leaves_no_torn_plan_and_a_second_tune_works() {
     let dir = scratch("tune-sigkill");
     let args = small_tune(&dir);
     for after in [6, 20, 33] {
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_blazec"))
-            .args(&args)
-            .env("XDG_RUNTIME_DIR", std::env::var("XDG_RUNTIME_DIR").unwrap_or("/tmp".into()))
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_tune(&args, std::process::Stdio::null());
         std::thread::sleep(std::time::Duration::from_secs(after));
         let _ = std::process::Command::new("sh").args(["-c", &format!("kill -KILL {}", child.id())]).status();
         let _ = child.wait();
@@ -155,16 +143,7 @@ fn tune_killed_at_any_point_leaves_no_torn_plan_and_a_second_tune_works() {
 fn two_tunes_into_the_same_output_leave_one_whole_plan() {
     let dir = scratch("tune-twice");
     let args = small_tune(&dir);
-    let spawn = || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_blazec"))
-            .args(&args)
-            .env("XDG_RUNTIME_DIR", std::env::var("XDG_RUNTIME_DIR").unwrap_or("/tmp".into()))
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
-    let (a, b) = (spawn(), spawn());
+    let (a, b) = (spawn_tune(&args, std::process::Stdio::piped()), spawn_tune(&args, std::process::Stdio::piped()));
     for child in [a, b] {
         let out = child.wait_with_output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -173,6 +152,17 @@ fn two_tunes_into_the_same_output_leave_one_whole_plan() {
     assert_eq!(plan.contract.model, "attention-d257-b2s32");
     let left: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert!(left.iter().all(|n| !n.contains(".tmp-")), "no temp file left: {left:?}");
+}
+
+/// Starts `blazec <args>` in the background, stdout discarded.
+fn spawn_tune(args: &[String], stderr: std::process::Stdio) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_blazec"))
+        .args(args)
+        .env("XDG_RUNTIME_DIR", std::env::var("XDG_RUNTIME_DIR").unwrap_or("/tmp".into()))
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .unwrap()
 }
 
 /// `blazec tune` of the small forward shape, 4 candidates, 3 rounds, writing `dir/plan.ron`.
