@@ -118,6 +118,9 @@ fn tune_killed_at_any_point_leaves_no_torn_plan_and_a_second_tune_works() {
         let _ = child.wait();
         // The worker notices its parent is gone within a second or two (orphan.rs).
         std::thread::sleep(std::time::Duration::from_secs(5));
+        let marker = dir.to_str().unwrap();
+        let alive: Vec<String> = std::fs::read_dir("/proc").unwrap().filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok()).map(|c| String::from_utf8_lossy(&c).replace('\0', " ")).filter(|c| c.contains(marker)).collect();
+        assert!(alive.is_empty(), "killed after {after} s, still running: {alive:?}");
         if let Ok(text) = std::fs::read_to_string(dir.join("plan.ron")) {
             blaze_ir::PlanFile::parse(&text).unwrap_or_else(|e| panic!("killed after {after} s: a torn plan: {e}"));
         }

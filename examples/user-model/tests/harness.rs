@@ -50,3 +50,19 @@ fn no_stray_errors_without_xdg_runtime_dir() {
     assert!(!stderr.to_lowercase().contains("error"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 12: the doctor runs on a user's own model through the harness: a diagnosis (exit 0)
+/// with its report, here that Burn's plan matches the unfused reference.
+#[test]
+fn doctor_diagnoses_a_users_own_model() {
+    let dir = std::env::temp_dir().join(format!("blaze-user-doctor-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let plan = dir.join("fix.ron");
+    let out = user_model(&["doctor", "tiny-mlp-lm", "--regime", "training", "-o", plan.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("tiny-mlp-lm training") && stdout.contains("matches the unfused reference"), "{stdout}");
+    let report = std::fs::read_to_string(dir.join("fix.doctor.md")).unwrap();
+    assert!(report.contains("| loss step 3 |"), "{report}");
+    assert!(!plan.exists(), "no plan when nothing is wrong");
+    let _ = std::fs::remove_dir_all(&dir);
+}
