@@ -28,6 +28,19 @@ fn verify_gate_refuses_a_faulty_plan_and_verifies_a_sound_one() {
     assert!(sound.contains("Verified"), "{sound}");
 }
 
+/// Issue 14, the other side of the gate: sound plans are not refused. Plans cutting every live
+/// cut point, every second and every third (the first is nearly fusion off) all verify.
+#[test]
+fn verify_gate_passes_every_sound_plan() {
+    let (trace_path, _) = trace("training");
+    for k in ["1", "2", "3"] {
+        let plan = scratch("verify-sound").join(format!("every-{k}.ron"));
+        ok(&["plan", "--trace", trace_path.to_str().unwrap(), "--every-live", k, "-o", plan.to_str().unwrap()]);
+        let out = String::from_utf8_lossy(&ok(&["verify", "--plan", plan.to_str().unwrap()]).stdout).into_owned();
+        assert!(out.contains("Verified"), "every {k}th live cut: {out}");
+    }
+}
+
 /// Issue 14: a plan whose fused kernels compute a wrong value (not the model's output scaled
 /// afterwards) is refused. The test-only fault makes the plan's fused kernels around one
 /// residual add compute a subtraction; Burn's own plan stays right.
