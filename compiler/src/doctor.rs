@@ -129,7 +129,7 @@ pub fn doctor(factory: &dyn ModelFactory, opts: &DoctorOptions, progress: &mut d
         after: None,
         fused_blocks_after: None,
         others_unchanged: None,
-        injected_fault: std::env::var(blaze_runtime::fault::FUSED_FAULT_ENV).ok().and_then(|t| t.trim().split(':').next()?.parse().ok()),
+        injected_fault: blaze_runtime::fault::fused_target(),
         cuts: vec![],
         probes: 4,
         probe_budget_spent: false,

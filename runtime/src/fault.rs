@@ -24,7 +24,15 @@ pub const FUSED_FAULT_ENV: &str = "BLAZE_INJECT_FUSED_FAULT";
 /// mul at that operation, while the operation executed on its own stays right. Unlike
 /// [`inject`], this changes what Burn's fused kernels compute, not the model's output.
 pub fn inject_fused(op: Option<u64>, plans_only: bool) {
+    FUSED_TARGET.store(op.unwrap_or(u64::MAX), Ordering::SeqCst);
     burn_fusion::cut::inject_fused_fault(op, plans_only);
+}
+
+static FUSED_TARGET: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(u64::MAX);
+
+/// The operation [`inject_fused`] faulted in this process, if any (for reports).
+pub fn fused_target() -> Option<u64> {
+    Some(FUSED_TARGET.load(Ordering::Relaxed)).filter(|&op| op != u64::MAX)
 }
 
 /// How many times a fuser was handed the faulted operation in this process.
