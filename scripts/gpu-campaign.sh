@@ -5,7 +5,7 @@
 # what it finished and the next call starts warm.
 #
 # Stages (space separated in $STAGES):
-#   tune:<model>:<regime>      blazec tune (budget $BUDGET, race budget $RACE_BUDGET s), wall time recorded
+#   tune:<model>:<regime>      blazec tune (budget $BUDGET, race budget $RACE_BUDGET s, extra $TUNE_ARGS), wall time recorded
 #   aa:<model>:<trials>        blazec race-check, A/A: Burn's plan against itself ($AA_ROUNDS rounds at most)
 #   power:<model>:<trials>     blazec race-check with slowdowns $SLOWDOWNS (calibrated, $POWER_ROUNDS rounds)
 #   bench:<model>[,<model>..]  blazec bench (default vs fusion off), one process per row
@@ -65,7 +65,7 @@ for stage in ${STAGES:-}; do
     tune)
       mkdir -p $R/plans
       timed ${TUNE_TIMEOUT:-400} /tmp/blazec tune $a --regime $b --device vulkan --budget ${BUDGET:-16} \
-        --race-budget ${RACE_BUDGET:-120} -v -o $R/plans/$a.$b.ron > $R/$a.$b.tune.txt 2> $R/$a.$b.progress.txt ;;
+        --race-budget ${RACE_BUDGET:-120} ${TUNE_ARGS:-} -v -o $R/plans/$a.$b.ron > $R/$a.$b.tune.txt 2> $R/$a.$b.progress.txt ;;
     aa)
       timed ${CHECK_TIMEOUT:-560} /tmp/blazec race-check $a --trials $b --slowdown 0 --rounds ${AA_ROUNDS:-60} \
         --race-budget ${CHECK_RACE_BUDGET:-15} -o $R/aa-$a.ron > $R/aa-$a.txt 2> $R/aa-$a.progress.txt ;;

@@ -1,8 +1,11 @@
-//! A candidate plan: a set of refused merges, with a one-line text form that round-trips.
+//! A candidate plan: a set of refused merges and the fusion-search settings they apply to, with
+//! a one-line text form that round-trips.
 use blaze_ir::BoundaryId;
+use blaze_ir::plan::Settings;
 
 /// `c7: b5 b9 b33` (candidate 7 cuts before operations 5, 9 and 33); `c0: burn` is Burn's plan;
-/// `c9: fusion-off` runs nothing fused (Burn's `max_explorations = 0`, in this process).
+/// `c9: fusion-off` runs nothing fused (Burn's `max_explorations = 0`, in this process);
+/// `c4: blocks=2` is Burn's search with beam width 2, `c5: blocks=2 b9` that with one cut.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Candidate {
     pub id: usize,
@@ -10,33 +13,44 @@ pub struct Candidate {
     pub cuts: Vec<BoundaryId>,
     /// Fusion off (no cuts then: nothing is fused at all).
     pub unfused: bool,
+    /// Fusion-search settings (in-process ones: the beam width); default = Burn's.
+    pub settings: Settings,
 }
 
 impl Candidate {
     pub fn new(id: usize, mut cuts: Vec<BoundaryId>) -> Self {
         cuts.sort();
         cuts.dedup();
-        Self { id, cuts, unfused: false }
+        Self { id, cuts, unfused: false, settings: Settings::default() }
+    }
+
+    /// Burn's search with these settings and these cuts on top.
+    pub fn with_settings(id: usize, cuts: Vec<BoundaryId>, settings: Settings) -> Self {
+        Self { settings, ..Self::new(id, cuts) }
     }
 
     /// The fusion-off arm: what `BURN_FUSION_MAX_EXPLORATIONS=0` executes, raced in-process.
     pub fn fusion_off(id: usize) -> Self {
-        Self { id, cuts: vec![], unfused: true }
+        Self { id, cuts: vec![], unfused: true, settings: Settings::default() }
     }
 
     pub fn is_burn(&self) -> bool {
-        self.cuts.is_empty() && !self.unfused
+        self.cuts.is_empty() && !self.unfused && self.settings.is_default()
     }
 
     pub fn to_text(&self) -> String {
         if self.unfused {
             return format!("c{}: fusion-off", self.id);
         }
-        if self.cuts.is_empty() {
+        let mut words: Vec<String> = Vec::new();
+        if !self.settings.is_default() {
+            words.push(self.settings.to_text());
+        }
+        words.extend(self.cuts.iter().map(|c| c.to_string()));
+        if words.is_empty() {
             return format!("c{}: burn", self.id);
         }
-        let cuts: Vec<String> = self.cuts.iter().map(|c| c.to_string()).collect();
-        format!("c{}: {}", self.id, cuts.join(" "))
+        format!("c{}: {}", self.id, words.join(" "))
     }
 
     pub fn from_text(line: &str) -> Result<Self, String> {
@@ -49,8 +63,14 @@ impl Candidate {
         if rest == "fusion-off" {
             return Ok(Self::fusion_off(id));
         }
-        let cuts = rest.split_whitespace().map(str::parse).collect::<Result<Vec<_>, _>>()?;
-        Ok(Self::new(id, cuts))
+        let mut settings = Settings::default();
+        let mut cuts = Vec::new();
+        for word in rest.split_whitespace() {
+            if !settings.read_word(word)? {
+                cuts.push(word.parse()?);
+            }
+        }
+        Ok(Self::with_settings(id, cuts, settings))
     }
 }
 
@@ -60,11 +80,21 @@ mod tests {
 
     #[test]
     fn text_round_trips() {
-        for c in [Candidate::new(0, vec![]), Candidate::fusion_off(3), Candidate::new(7, vec![BoundaryId(33), BoundaryId(5), BoundaryId(9)])] {
+        let wide = Settings { max_blocks: Some(8), max_tasks: None };
+        for c in [
+            Candidate::new(0, vec![]),
+            Candidate::fusion_off(3),
+            Candidate::new(7, vec![BoundaryId(33), BoundaryId(5), BoundaryId(9)]),
+            Candidate::with_settings(4, vec![], wide),
+            Candidate::with_settings(5, vec![BoundaryId(9)], wide),
+        ] {
             assert_eq!(Candidate::from_text(&c.to_text()), Ok(c.clone()));
         }
         assert_eq!(Candidate::new(7, vec![BoundaryId(9), BoundaryId(5)]).to_text(), "c7: b5 b9");
         assert!(Candidate::from_text("x: b1").is_err());
         assert!(!Candidate::fusion_off(3).is_burn() && Candidate::new(0, vec![]).is_burn());
+        assert!(!Candidate::with_settings(4, vec![], wide).is_burn());
+        assert_eq!(Candidate::with_settings(5, vec![BoundaryId(9)], wide).to_text(), "c5: blocks=8 b9");
+        assert!(Candidate::from_text("c1: blocks=0").is_err());
     }
 }

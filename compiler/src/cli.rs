@@ -84,6 +84,14 @@ enum Command {
         /// Cut every k-th live cut point instead.
         #[arg(long, conflicts_with = "cuts")]
         every_live: Option<usize>,
+        /// Beam width of Burn's fusion search under this plan (burn.toml `max_blocks`; Burn's
+        /// default 5). Makes a version-2 plan.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=blaze_ir::plan::MAX_SETTING as i64))]
+        max_blocks: Option<u32>,
+        /// Kernels per queue submission (CUBECL_WGPU_MAX_TASKS; CubeCL's default 32), set by the
+        /// runtime when it loads the plan. Makes a version-2 plan.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=blaze_ir::plan::MAX_SETTING as i64))]
+        max_tasks: Option<u32>,
         #[arg(short, long)]
         output: PathBuf,
     },
@@ -279,16 +287,17 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             println!("{}", tracing::summary(&trace));
             Ok(())
         }
-        Command::Plan { trace, cuts, every_live, output } => {
+        Command::Plan { trace, cuts, every_live, max_blocks, max_tasks, output } => {
             let trace = read_trace(&trace)?;
             let cuts = match every_live {
                 Some(k) => trace.live_cut_points().into_iter().step_by(k.max(1)).collect(),
                 None => cuts,
             };
-            let plan = trace.plan(cuts);
+            let plan = trace.plan(cuts).with_settings(blaze_ir::plan::Settings { max_blocks, max_tasks });
             plan.validate()?;
             crate::run::write_atomic(&output, &plan.to_ron())?;
-            println!("plan with {} cut(s) of {} cut points written to {}", plan.cuts.len(), plan.cut_points.len(), output.display());
+            let settings = if plan.settings.is_default() { String::new() } else { format!(", settings {}", plan.settings.to_text()) };
+            println!("plan with {} cut(s) of {} cut points{settings} written to {}", plan.cuts.len(), plan.cut_points.len(), output.display());
             Ok(())
         }
         Command::Space { trace, budget, seed, check_egraph, dry_run, output } => {
@@ -319,20 +328,20 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             crate::bench::bench(names, &args)
         }
         Command::Verify { plan, trace, every_live, inject_fault } => {
-            let (model, regime, cuts) = match (plan, trace) {
+            let (model, regime, cuts, settings) = match (plan, trace) {
                 (Some(plan), _) => {
                     let plan = blaze_ir::PlanFile::read(&plan)?;
-                    (plan.contract.model, plan.contract.regime, plan.cuts)
+                    (plan.contract.model, plan.contract.regime, plan.cuts, plan.settings)
                 }
                 (None, Some(trace)) => {
                     let trace = read_trace(&trace)?;
                     let cuts = trace.live_cut_points().into_iter().step_by(every_live.max(1)).collect();
-                    (trace.model, trace.regime, cuts)
+                    (trace.model, trace.regime, cuts, Default::default())
                 }
                 (None, None) => anyhow::bail!("give --plan or --trace"),
             };
             let factory = factory_named(resolve, &model)?;
-            let candidate = crate::candidate::Candidate::new(1, cuts);
+            let candidate = crate::candidate::Candidate::with_settings(1, cuts, settings);
             let outcome = crate::tune::verify::verify(factory.as_ref(), regime, &candidate, inject_fault);
             println!("verify {model} ({} cuts{}): {outcome:?}", candidate.cuts.len(), if inject_fault { ", fault injected" } else { "" });
             Ok(())
@@ -368,7 +377,7 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
                 "fusion-off" => crate::candidate::Candidate::fusion_off(1),
                 path => {
                     let plan = blaze_ir::PlanFile::read(std::path::Path::new(path)).map_err(|e| anyhow::anyhow!("--arm {path}: not burn, fusion-off or a usable plan file ({e})"))?;
-                    crate::candidate::Candidate::new(1, plan.cuts)
+                    crate::candidate::Candidate::with_settings(1, plan.cuts, plan.settings)
                 }
             };
             if burn_first > 0 {

@@ -5,7 +5,7 @@ use crate::candidate::Candidate;
 use crate::canon::Canonical;
 use crate::session::{record_step, warm_up};
 use blaze_ir::ExecutedPartition;
-use blaze_runtime::{Model, activate, activate_burn_default};
+use blaze_runtime::{Model, activate_burn_default, activate_with};
 use std::collections::BTreeMap;
 
 /// Steps run under a newly installed plan before its partition is recorded: the first switches
@@ -20,7 +20,7 @@ pub fn install(candidate: &Candidate) {
     } else if candidate.is_burn() {
         activate_burn_default();
     } else {
-        activate(&candidate.cuts);
+        activate_with(&candidate.cuts, candidate.settings.max_blocks);
     }
 }
 

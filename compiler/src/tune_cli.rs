@@ -73,6 +73,11 @@ pub struct TuneArgs {
     /// for this working directory). Named in the results file.
     #[arg(long)]
     pub autotune_cache: Option<PathBuf>,
+    /// Beam widths of Burn's fusion search (burn.toml `max_blocks`, Burn's default 5) raced as
+    /// candidates of their own, in this process; `none` for none. A width that executes
+    /// Burn's partition is collapsed before timing.
+    #[arg(long, default_value = "1,2,3,8", value_parser = parse_widths)]
+    pub max_blocks: Widths,
     /// Greedy path instead of enumeration: challengers per round (each round is a race).
     #[arg(long)]
     pub greedy: Option<usize>,
@@ -218,6 +223,7 @@ fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path
         results_file: results.display().to_string(),
         greedy: args.greedy.map(|n| (n, args.greedy_max_rounds)),
         broken: journal::broken_from_env(),
+        max_blocks: args.max_blocks.0.clone(),
     };
     let mut progress = progress_printer("tune", args.verbose);
     let result = tune(factory, &opts, &mut progress)?;
@@ -286,4 +292,24 @@ mod tests {
         assert_eq!(super::bar("trace"), "");
         assert_eq!(super::bar("3 survivors of 4 requested; measuring"), "");
     }
+}
+
+/// A list of beam widths (`1,2,8`, or `none`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Widths(pub Vec<u32>);
+
+fn parse_widths(text: &str) -> Result<Widths, String> {
+    if text.trim() == "none" {
+        return Ok(Widths(vec![]));
+    }
+    let mut out = Vec::new();
+    for word in text.split(',') {
+        match word.trim().parse::<u32>() {
+            Ok(n) if (1..=blaze_ir::plan::MAX_SETTING).contains(&n) => out.push(n),
+            _ => return Err(format!("`{word}`: expected beam widths 1..={} separated by commas, or `none`", blaze_ir::plan::MAX_SETTING)),
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(Widths(out))
 }

@@ -5,24 +5,6 @@ mod common;
 use blaze_compiler::tune::verify::Probe;
 use common::*;
 
-fn probe(dir: &std::path::Path, tag: &str, arm: &str, extra: &[&str], env: &[(&str, &str)]) -> Probe {
-    let out = dir.join(format!("{tag}.ron"));
-    let mut args = vec!["probe"];
-    args.extend(SMALL);
-    args.extend(["--regime", "training", "--arm", arm, "-o", out.to_str().unwrap()]);
-    args.extend(extra);
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_blazec"));
-    cmd.args(&args).env("XDG_RUNTIME_DIR", std::env::var("XDG_RUNTIME_DIR").unwrap_or("/tmp".into()));
-    // One autotune cache for both processes: the second runs the kernels the first chose.
-    cmd.env("BLAZE_AUTOTUNE_CACHE", dir.join("autotune"));
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let o = cmd.output().unwrap();
-    assert!(o.status.success(), "probe {tag}: {}", String::from_utf8_lossy(&o.stderr));
-    ron::from_str(&std::fs::read_to_string(out).unwrap()).unwrap()
-}
-
 #[test]
 fn fusion_off_arm_computes_bit_for_bit_what_a_fusion_off_process_computes() {
     let dir = scratch("fusion-off-arm");

@@ -11,8 +11,9 @@ use crate::boundary::BoundaryId;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
-/// The version this crate writes.
-pub const FORMAT_VERSION: u32 = 1;
+/// The version this crate writes. Version 2 added [`Settings`]; a version-1 file reads as a
+/// plan with Burn's own settings.
+pub const FORMAT_VERSION: u32 = 2;
 /// The oldest version this crate reads.
 pub const OLDEST_READABLE: u32 = 1;
 
@@ -80,10 +81,79 @@ pub struct PlanFile {
     pub cut_points: Vec<BoundaryId>,
     /// Boundaries where the merge is refused. Empty = Burn's own plan.
     pub cuts: Vec<BoundaryId>,
+    /// Fusion-search and submission settings the plan was measured under (version 2 on;
+    /// absent = the program's own, Burn's defaults unless it set them).
+    #[serde(default, skip_serializing_if = "Settings::is_default")]
+    pub settings: Settings,
     /// The evidence behind the plan (free-form, written by `blazec tune`).
     #[serde(default)]
     pub measurements: Option<Measurements>,
 }
+
+/// Settings of Burn's fusion search and of CubeCL's submission that a plan carries besides its
+/// cuts. `None` leaves the program's own value.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Settings {
+    /// Beam width of Burn's fusion search (burn.toml `[fusion.beam_search] max_blocks`, Burn's
+    /// default 5). Applies to the segments explored under this plan only (its plan store), so
+    /// plans with different widths race in one process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_blocks: Option<u32>,
+    /// Kernels per queue submission (`CUBECL_WGPU_MAX_TASKS`, CubeCL's default 32). Fixed when
+    /// the device starts, so per process: the runtime sets it at load, before the first tensor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tasks: Option<u32>,
+}
+
+impl Settings {
+    pub fn is_default(&self) -> bool {
+        *self == Settings::default()
+    }
+
+    /// Text form: `burn` for none, else `blocks=2 tasks=16` (the parts that are set).
+    pub fn to_text(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(n) = self.max_blocks {
+            parts.push(format!("blocks={n}"));
+        }
+        if let Some(n) = self.max_tasks {
+            parts.push(format!("tasks={n}"));
+        }
+        if parts.is_empty() { "burn".into() } else { parts.join(" ") }
+    }
+
+    /// Reads one `blocks=N` / `tasks=N` word into `self`; `Ok(false)` when `word` is neither.
+    pub fn read_word(&mut self, word: &str) -> Result<bool, String> {
+        let (slot, value) = match word.split_once('=') {
+            Some(("blocks", v)) => (&mut self.max_blocks, v),
+            Some(("tasks", v)) => (&mut self.max_tasks, v),
+            _ => return Ok(false),
+        };
+        match value.parse::<u32>() {
+            Ok(n) if n >= 1 => {
+                *slot = Some(n);
+                Ok(true)
+            }
+            _ => Err(format!("`{word}`: expected a whole number of at least 1")),
+        }
+    }
+
+    /// Checks the values a plan file may hold.
+    pub fn validate(&self) -> Result<(), PlanError> {
+        for (name, v) in [("max_blocks", self.max_blocks), ("max_tasks", self.max_tasks)] {
+            if let Some(n) = v
+                && !(1..=MAX_SETTING).contains(&n)
+            {
+                return Err(PlanError::BadSetting(format!("{name} = {n} (expected 1..={MAX_SETTING})")));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Largest beam width or submission batch a plan may ask for: far above any useful value, low
+/// enough that a damaged file cannot make Burn's search quadratic in a huge number.
+pub const MAX_SETTING: u32 = 4096;
 
 /// Summary of the measurements a plan was selected by.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -111,6 +181,10 @@ pub enum PlanError {
     UnknownVersion { found: u32, oldest: u32, newest: u32 },
     #[error("plan cuts boundaries that are not cut points of its model: {0}")]
     UnknownBoundaries(String),
+    #[error("plan setting out of range: {0}")]
+    BadSetting(String),
+    #[error("plan file version 1 cannot hold settings (they came with version 2)")]
+    SettingsInVersion1,
     #[error("plan lists a cut more than once: {0}")]
     DuplicateCuts(String),
     #[error("bundle holds two entries for {0}")]
@@ -131,7 +205,20 @@ struct VersionProbe {
 impl PlanFile {
     /// Burn's own plan for `contract`: no cuts.
     pub fn burn_default(contract: Contract, cut_points: Vec<BoundaryId>) -> Self {
-        Self { format_version: FORMAT_VERSION, contract, cut_points, cuts: Vec::new(), measurements: None }
+        Self { format_version: 1, contract, cut_points, cuts: Vec::new(), settings: Settings::default(), measurements: None }
+    }
+
+    /// The oldest version that can hold this plan: 1 without settings (so older Blaze builds
+    /// still read it), 2 with them. [`Self::to_ron`] writes at least this.
+    pub fn required_version(&self) -> u32 {
+        if self.settings.is_default() { 1 } else { 2 }
+    }
+
+    /// This plan with `settings` (and the format version that holds them).
+    pub fn with_settings(mut self, settings: Settings) -> Self {
+        self.settings = settings;
+        self.format_version = self.format_version.max(self.required_version());
+        self
     }
 
     /// Reads, parses and validates the plan file at `path`, in bounded time and memory
@@ -155,9 +242,13 @@ impl PlanFile {
                 newest: FORMAT_VERSION,
             });
         }
-        // Version 1 is the first published version: nothing to migrate yet. A future version 2
-        // adds a `migrate_v1` step here and keeps this branch, so old files stay readable.
+        // Version 1 has no settings (it reads as Burn's); otherwise it is version 2 less one
+        // field, so both parse into the same struct. A version-1 file is kept at version 1 in
+        // memory: written back, it stays readable by the Blaze that wrote it.
         let plan: PlanFile = ron::from_str(text).map_err(|e| PlanError::Malformed(e.to_string()))?;
+        if plan.format_version == 1 && !plan.settings.is_default() {
+            return Err(PlanError::SettingsInVersion1);
+        }
         plan.validate()?;
         Ok(plan)
     }
@@ -179,7 +270,7 @@ impl PlanFile {
         if !twice.is_empty() {
             return Err(PlanError::DuplicateCuts(twice.into_iter().collect::<Vec<_>>().join(", ")));
         }
-        Ok(())
+        self.settings.validate()
     }
 
     /// Checks the plan's contract against the run's.
@@ -204,20 +295,29 @@ impl PlanFile {
         Ok(())
     }
 
-    /// A stable key for this plan's cut set (0 = Burn's own plan), used to keep the plans Burn
-    /// explores under different cut sets in different caches.
-    pub fn store_key(cuts: &[BoundaryId]) -> u64 {
-        if cuts.is_empty() {
+    /// A stable key for this plan's cut set and beam width (0 = Burn's own plan), used to keep
+    /// the plans Burn explores under different policies in different caches. The submission
+    /// batch is per process and does not change what is cached, so it is not part of the key.
+    pub fn store_key(cuts: &[BoundaryId], max_blocks: Option<u32>) -> u64 {
+        if cuts.is_empty() && max_blocks.is_none() {
             return 0;
         }
         let text: Vec<String> = cuts.iter().map(|c| c.0.to_string()).collect();
-        crate::hash::stable_u64(text.join(",").as_bytes()) | 1
+        let mut text = text.join(",");
+        if let Some(n) = max_blocks {
+            text.push_str(&format!(";blocks={n}"));
+        }
+        crate::hash::stable_u64(text.as_bytes()) | 1
     }
 
     /// The RON text of this plan.
     pub fn to_ron(&self) -> String {
         let config = ron::ser::PrettyConfig::new().depth_limit(4).struct_names(true);
-        ron::ser::to_string_pretty(self, config).expect("plan files always serialise")
+        let mut plan = std::borrow::Cow::Borrowed(self);
+        if self.format_version < self.required_version() {
+            plan.to_mut().format_version = self.required_version();
+        }
+        ron::ser::to_string_pretty(&*plan, config).expect("plan files always serialise")
     }
 }
 

@@ -5,6 +5,8 @@
 //!   never panics because of a plan.
 //! * [`CutSet`]: the cut policy installed into `burn_fusion::cut`; records which operations
 //!   Burn explored (the live ones).
+//! * [`settings`]: a plan's fusion-search and submission settings (plan version 2), applied at
+//!   load: the beam width per plan store, the submission batch before the device starts.
 //! * [`StepRecorder`]: a `FusionObserver` that records one step's operations and executed
 //!   blocks, for traces and partition fingerprints.
 //!
@@ -15,10 +17,11 @@ mod load;
 pub mod model;
 mod policy;
 mod recorder;
+pub mod settings;
 
 pub use model::{Description, Model, ModelFactory, StepOutput};
 pub use load::{LoadOutcome, PlanHandle, fallback_warning, load_plan, load_plan_text};
-pub use policy::{CutSet, EXPLORE_PROBE_KEY, UNFUSED_KEY, Unfused, activate, activate_burn_default, activate_explore_probe, activate_unfused};
+pub use policy::{CutSet, EXPLORE_PROBE_KEY, UNFUSED_KEY, Unfused, activate, activate_burn_default, activate_with, activate_explore_probe, activate_unfused};
 pub use recorder::{RecordedOp, RecordedStep, StepRecorder};
 
 /// The Burn version the patched fuser comes from (checked against plan contracts).

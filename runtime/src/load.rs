@@ -1,6 +1,6 @@
 //! Loading a plan file at start-up. Never panics; falls back to Burn's own plan with one
 //! warning naming the reason.
-use crate::policy::activate;
+use crate::policy::activate_with;
 use crate::CutSet;
 use blaze_ir::{Contract, PlanError, PlanFile};
 use std::path::Path;
@@ -20,6 +20,8 @@ pub enum LoadOutcome {
 pub struct PlanHandle {
     pub plan: PlanFile,
     pub policy: Arc<CutSet>,
+    /// What became of the plan's settings where the program had set its own (also printed).
+    pub notes: Vec<String>,
 }
 
 impl PlanHandle {
@@ -65,8 +67,12 @@ pub fn load_plan_text(text: &str, actual: &Contract) -> LoadOutcome {
         Ok(plan) => plan,
         Err(e) => return fallback(e),
     };
-    let policy = activate(&plan.cuts);
-    LoadOutcome::Applied(PlanHandle { plan, policy })
+    let policy = activate_with(&plan.cuts, plan.settings.max_blocks);
+    let notes = crate::settings::apply(&plan.settings);
+    for note in &notes {
+        eprintln!("{note}");
+    }
+    LoadOutcome::Applied(PlanHandle { plan, policy, notes })
 }
 
 fn fallback(err: PlanError) -> LoadOutcome {

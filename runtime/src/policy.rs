@@ -9,6 +9,8 @@ use std::sync::{Arc, Mutex, atomic::{AtomicU64, Ordering}};
 #[derive(Debug, Default)]
 pub struct CutSet {
     cuts: BTreeSet<u64>,
+    /// Beam width of Burn's search under this policy (`None`: Burn's configured one).
+    max_blocks: Option<usize>,
     explored: Mutex<BTreeSet<u64>>,
     calls: AtomicU64,
 }
@@ -35,13 +37,23 @@ impl CutPolicy for CutSet {
         self.explored.lock().unwrap_or_else(|e| e.into_inner()).insert(op.index);
         self.cuts.contains(&op.index)
     }
+
+    fn max_blocks(&self) -> Option<usize> {
+        self.max_blocks
+    }
 }
 
 /// Installs `cuts` (plans cached under their own store key) and returns the policy, so the
 /// caller can read the live set. Takes effect at the next sync with no pending work.
 pub fn activate(cuts: &[BoundaryId]) -> Arc<CutSet> {
-    let policy = Arc::new(CutSet::new(cuts));
-    burn_fusion::cut::install(Some(policy.clone()), PlanFile::store_key(cuts));
+    activate_with(cuts, None)
+}
+
+/// [`activate`] with a beam width for Burn's fusion search under this policy (plans explored
+/// under it are cached in a store of their own, so widths race in one process).
+pub fn activate_with(cuts: &[BoundaryId], max_blocks: Option<u32>) -> Arc<CutSet> {
+    let policy = Arc::new(CutSet { max_blocks: max_blocks.map(|n| n as usize), ..CutSet::new(cuts) });
+    burn_fusion::cut::install(Some(policy.clone()), PlanFile::store_key(cuts, max_blocks));
     policy
 }
 

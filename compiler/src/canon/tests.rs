@@ -15,7 +15,7 @@ pub(crate) fn facts() -> Arc<Facts> {
 
 pub(crate) fn cand(cuts: &[u64]) -> Candidate {
     // Unsorted and with duplicates as given: the `plan-as-set` rule must do the sorting.
-    Candidate { id: 0, cuts: cuts.iter().map(|&c| BoundaryId(c)).collect(), unfused: false }
+    Candidate { id: 0, cuts: cuts.iter().map(|&c| BoundaryId(c)).collect(), unfused: false, settings: Default::default() }
 }
 
 /// Whether the e-graph puts `a` and `b` in one class.
@@ -32,7 +32,7 @@ fn runner_records_why_it_stopped_and_is_deterministic() {
     let cands: Vec<Candidate> = [&[][..], &[2], &[10], &[11], &[2, 7], &[7, 2], &[5]]
         .iter()
         .enumerate()
-        .map(|(i, c)| Candidate { id: i, cuts: c.iter().map(|&n| BoundaryId(n)).collect(), unfused: false })
+        .map(|(i, c)| Candidate { id: i, cuts: c.iter().map(|&n| BoundaryId(n)).collect(), unfused: false, settings: Default::default() })
         .collect();
     let a = canonicalise(&cands, facts());
     assert_eq!(a.stop_reason, "Saturated");

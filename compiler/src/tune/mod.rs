@@ -44,6 +44,8 @@ pub struct TuneOptions {
     pub greedy: Option<(usize, usize)>,
     /// Candidates an earlier worker found broken (hung or crashed): left out, reported.
     pub broken: Vec<(usize, String)>,
+    /// Beam widths of Burn's fusion search raced as settings-only candidates (in-process).
+    pub max_blocks: Vec<u32>,
 }
 
 /// Fusion off in a process of its own (BURN_FUSION_MAX_EXPLORATIONS=0): the cross-check of the
@@ -138,12 +140,23 @@ pub fn tune(factory: &dyn ModelFactory, opts: &TuneOptions, progress: &mut dyn F
     let traced = trace(factory, &TraceOptions { regime: opts.regime, warmup: opts.warmup })?;
     let trace_s = start.elapsed().as_secs_f64();
     let mut model = factory.build(opts.regime).map_err(anyhow::Error::msg)?;
-    let (cands, canon) = match opts.greedy {
+    let (mut cands, canon) = match opts.greedy {
         None => candidates(&traced, opts.budget, opts.seed),
         Some(g) => greedy_candidates(model.as_mut(), &traced, g, &opts.rules, progress),
     };
+    // Settings candidates come after the cut candidates (ids stay stable for the journal) and
+    // bypass the e-graph, which reasons about cuts only; confirm still collapses a width that
+    // executes Burn's partition.
+    let first_setting = cands.len();
+    cands.extend(settings_candidates(first_setting, &opts.max_blocks));
     let left_out = |id: usize| opts.broken.iter().any(|(b, _)| *b == id);
-    let reps: Vec<&Candidate> = canon.representatives().into_iter().map(|i| &cands[i]).filter(|c| !left_out(c.id)).collect();
+    let reps: Vec<&Candidate> = canon
+        .representatives()
+        .into_iter()
+        .chain(first_setting..cands.len())
+        .map(|i| &cands[i])
+        .filter(|c| !left_out(c.id))
+        .collect();
 
     let warm = Instant::now();
     let parts = executed_partitions(model.as_mut(), &reps, |i, n| progress(&format!("confirm {}/{n}", i + 1)));
@@ -193,7 +206,7 @@ pub fn tune(factory: &dyn ModelFactory, opts: &TuneOptions, progress: &mut dyn F
     };
     let stock = burn.map(|b| off_ms.map_or(b, |o| b.min(o)));
     let spread = timed.iter().find(|t| t.id == selected).map_or(f64::NAN, |t| t.summary.spread());
-    let mut plan = traced.plan(cands[selected].cuts.clone());
+    let mut plan = traced.plan(cands[selected].cuts.clone()).with_settings(cands[selected].settings);
     plan.measurements = Some(Measurements {
         protocol: stats::PROTOCOL.into(),
         results_file: opts.results_file.clone(),
@@ -241,6 +254,12 @@ pub fn tune(factory: &dyn ModelFactory, opts: &TuneOptions, progress: &mut dyn F
         timed,
         plan: Some(plan),
     })
+}
+
+/// One candidate per beam width: Burn's search at that width, no cuts.
+pub fn settings_candidates(first_id: usize, widths: &[u32]) -> Vec<Candidate> {
+    let settings = |n: u32| blaze_ir::plan::Settings { max_blocks: Some(n), max_tasks: None };
+    widths.iter().enumerate().map(|(i, &n)| Candidate::with_settings(first_id + i, vec![], settings(n))).collect()
 }
 
 /// Confirms the in-process fusion-off arm: one operation per executed block, and the same

@@ -85,3 +85,26 @@ pub fn burn_default(regime: &str) -> RunReport {
 
 #[allow(unused_imports)]
 pub use blaze_compiler::tune::verify::{argmax_rows, max_rel_diff};
+
+/// `blazec probe` of the small attention shape (training) under `arm` (burn, fusion-off or a
+/// plan file), with an autotune cache shared by every probe of `dir`, run in `dir`.
+pub fn probe(dir: &Path, tag: &str, arm: &str, extra: &[&str], env: &[(&str, &str)]) -> blaze_compiler::tune::verify::Probe {
+    probe_in(dir, dir, tag, arm, extra, env)
+}
+
+/// [`probe`] run with working directory `cwd` (where Burn looks for burn.toml).
+pub fn probe_in(dir: &Path, cwd: &Path, tag: &str, arm: &str, extra: &[&str], env: &[(&str, &str)]) -> blaze_compiler::tune::verify::Probe {
+    let out = dir.join(format!("{tag}.ron"));
+    let mut args = vec!["probe"];
+    args.extend(SMALL);
+    args.extend(["--regime", "training", "--arm", arm, "-o", out.to_str().unwrap()]);
+    args.extend(extra);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_blazec"));
+    cmd.args(&args).current_dir(cwd).env("XDG_RUNTIME_DIR", std::env::var("XDG_RUNTIME_DIR").unwrap_or("/tmp".into()));
+    // One autotune cache for every process: each runs the kernels the first chose.
+    cmd.env("BLAZE_AUTOTUNE_CACHE", dir.join("autotune"));
+    cmd.envs(env.iter().copied());
+    let o = cmd.output().unwrap();
+    assert!(o.status.success(), "probe {tag}: {}", String::from_utf8_lossy(&o.stderr));
+    ron::from_str(&std::fs::read_to_string(out).unwrap()).unwrap()
+}

@@ -36,7 +36,7 @@ fn empty_and_truncated_files_are_refused() {
 fn newer_version_is_refused_with_its_number() {
     let text = plan().to_ron().replace("format_version: 1", "format_version: 9");
     let err = PlanFile::parse(&text).unwrap_err();
-    assert_eq!(err, PlanError::UnknownVersion { found: 9, oldest: 1, newest: 1 });
+    assert_eq!(err, PlanError::UnknownVersion { found: 9, oldest: 1, newest: 2 });
     assert!(err.to_string().contains("format version 9"));
 }
 
@@ -60,10 +60,60 @@ fn contract_mismatch_names_the_field() {
 }
 
 #[test]
-fn store_keys_separate_cut_sets() {
-    assert_eq!(PlanFile::store_key(&[]), 0);
-    let a = PlanFile::store_key(&[BoundaryId(1)]);
-    let b = PlanFile::store_key(&[BoundaryId(2)]);
-    assert_ne!(a, 0);
-    assert_ne!(a, b);
+fn store_keys_separate_cut_sets_and_beam_widths() {
+    assert_eq!(PlanFile::store_key(&[], None), 0);
+    let a = PlanFile::store_key(&[BoundaryId(1)], None);
+    let b = PlanFile::store_key(&[BoundaryId(2)], None);
+    let wide = PlanFile::store_key(&[BoundaryId(1)], Some(8));
+    let narrow = PlanFile::store_key(&[], Some(1));
+    assert!([a, b, wide, narrow].iter().all(|k| k % 2 == 1), "cut-policy keys are odd");
+    assert_eq!(BTreeSet::from([a, b, wide, narrow, 0]).len(), 5);
+}
+
+#[test]
+fn a_plan_without_settings_is_written_as_version_1_and_one_with_them_as_version_2() {
+    let p = plan();
+    assert!(p.to_ron().contains("format_version: 1"));
+    assert!(!p.to_ron().contains("settings"), "no settings field in a version-1 file");
+    let s = Settings { max_blocks: Some(2), max_tasks: Some(16) };
+    let v2 = plan().with_settings(s);
+    let text = v2.to_ron();
+    assert!(text.contains("format_version: 2") && text.contains("max_blocks: Some(2)"), "{text}");
+    assert_eq!(PlanFile::parse(&text), Ok(v2));
+    // Settings made later without bumping the version are still written as version 2.
+    let mut late = plan();
+    late.settings.max_blocks = Some(3);
+    assert!(late.to_ron().contains("format_version: 2"));
+}
+
+#[test]
+fn version_1_files_still_load_with_burns_settings() {
+    let v1 = include_str!("../../fuzz/corpus/plan/h200-attention-d257-training.ron");
+    let p = PlanFile::parse(v1).expect("the shipped version-1 plan reads");
+    assert_eq!((p.format_version, p.settings), (1, Settings::default()));
+}
+
+#[test]
+fn a_version_1_file_holding_settings_is_refused() {
+    let text = plan().to_ron().replace("cuts: [", "settings: (max_blocks: Some(2)),\n    cuts: [");
+    assert_eq!(PlanFile::parse(&text), Err(PlanError::SettingsInVersion1));
+}
+
+#[test]
+fn settings_out_of_range_are_refused_with_their_name() {
+    for (s, name) in [(Settings { max_blocks: Some(0), max_tasks: None }, "max_blocks = 0"), (Settings { max_blocks: None, max_tasks: Some(1 << 20) }, "max_tasks = 1048576")] {
+        let err = PlanFile::parse(&plan().with_settings(s).to_ron()).unwrap_err();
+        assert!(err.to_string().contains(name), "{err}");
+    }
+}
+
+#[test]
+fn settings_text_round_trips() {
+    let mut s = Settings::default();
+    assert_eq!(s.to_text(), "burn");
+    assert_eq!(s.read_word("blocks=2"), Ok(true));
+    assert_eq!(s.read_word("tasks=16"), Ok(true));
+    assert_eq!(s.read_word("b5"), Ok(false));
+    assert!(s.read_word("blocks=0").is_err() && s.read_word("tasks=x").is_err());
+    assert_eq!(s.to_text(), "blocks=2 tasks=16");
 }

@@ -1,0 +1,52 @@
+//! Issue 10 on the real device (lavapipe in CI): a plan's beam width (plan format version 2)
+//! changes the executed partition, in this process, to exactly what Burn executes with that
+//! width set in burn.toml in a process of its own; version-1 plans still run as before.
+mod common;
+use blaze_compiler::tune::verify::Probe;
+use common::*;
+
+fn plan_with(dir: &std::path::Path, name: &str, extra: &[&str]) -> std::path::PathBuf {
+    let (trace, _) = trace("training");
+    let out = dir.join(name);
+    let mut args = vec!["plan", "--trace", trace.to_str().unwrap(), "-o", out.to_str().unwrap()];
+    args.extend(extra);
+    ok(&args);
+    out
+}
+
+fn burn_toml_dir(dir: &std::path::Path, max_blocks: u32) -> std::path::PathBuf {
+    let cwd = dir.join(format!("burn-toml-{max_blocks}"));
+    std::fs::create_dir_all(&cwd).unwrap();
+    std::fs::write(cwd.join("burn.toml"), format!("[fusion.beam_search]\nmax_blocks = {max_blocks}\n")).unwrap();
+    cwd
+}
+
+#[test]
+fn a_plans_beam_width_executes_what_burn_toml_executes_in_a_process_of_its_own() {
+    let dir = scratch("settings-width");
+    std::fs::create_dir_all(dir.join("autotune")).unwrap();
+    let burn = probe(&dir, "burn", "burn", &[], &[]);
+    for width in [1u32, 2] {
+        let plan = plan_with(&dir, &format!("blocks{width}.ron"), &["--max-blocks", &width.to_string()]);
+        let text = std::fs::read_to_string(&plan).unwrap();
+        assert!(text.contains("format_version: 2") && text.contains(&format!("max_blocks: Some({width})")), "{text}");
+        // In-process, after Burn's own plans are explored and cached (as in a race).
+        let ours = probe(&dir, &format!("plan-{width}"), plan.to_str().unwrap(), &["--burn-first", "3"], &[]);
+        let stock = probe_in(&dir, &burn_toml_dir(&dir, width), &format!("toml-{width}"), "burn", &[], &[]);
+        assert_ne!(stock.fingerprint, burn.fingerprint, "burn.toml max_blocks = {width} changes Burn's partition here, so the check can fail");
+        assert_eq!((ours.fingerprint.as_str(), ours.blocks, ours.fused_blocks), (stock.fingerprint.as_str(), stock.blocks, stock.fused_blocks), "width {width}: same executed partition as burn.toml");
+        let bits = |p: &Probe| p.losses.iter().chain(&p.logits).map(|x| x.to_bits()).collect::<Vec<u32>>();
+        assert_eq!(bits(&ours), bits(&stock), "width {width}: same numbers, bit for bit");
+    }
+}
+
+#[test]
+fn a_version_1_plan_without_settings_runs_burns_partition() {
+    let dir = scratch("settings-v1");
+    std::fs::create_dir_all(dir.join("autotune")).unwrap();
+    let plan = plan_with(&dir, "v1.ron", &[]);
+    assert!(std::fs::read_to_string(&plan).unwrap().contains("format_version: 1"), "a plan without settings is written as version 1");
+    let burn = probe(&dir, "burn", "burn", &[], &[]);
+    let v1 = probe(&dir, "v1", plan.to_str().unwrap(), &[], &[]);
+    assert_eq!((v1.fingerprint, v1.blocks), (burn.fingerprint, burn.blocks));
+}

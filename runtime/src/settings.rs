@@ -1,0 +1,63 @@
+//! A plan's settings at load (plan format version 2): the beam width goes into the cut policy
+//! (it applies to the plans explored under this plan only), the submission batch into
+//! `CUBECL_WGPU_MAX_TASKS`, which CubeCL reads once, when the device starts.
+use blaze_ir::plan::Settings;
+
+/// CubeCL's submission batch variable (kernels per queue submission, default 32).
+pub const MAX_TASKS_ENV: &str = "CUBECL_WGPU_MAX_TASKS";
+
+/// Applies the per-process part of `settings` and says, one line each, which value is in force
+/// wherever the program had set its own. Nothing to say: an empty list.
+pub fn apply(settings: &Settings) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Some(n) = settings.max_blocks {
+        let configured = burn_fusion::cut::configured_max_blocks();
+        if configured != DEFAULT_MAX_BLOCKS && configured != n as usize {
+            notes.push(format!(
+                "note: blaze: the plan's beam width max_blocks = {n} applies to the fusion it plans; this program's burn.toml value {configured} is not used while the plan is installed"
+            ));
+        }
+    }
+    if let Some(n) = settings.max_tasks {
+        notes.extend(apply_max_tasks(n, std::env::var(MAX_TASKS_ENV).ok()));
+    }
+    notes
+}
+
+/// Burn's default beam width (burn-std `default_max_blocks`).
+const DEFAULT_MAX_BLOCKS: usize = 5;
+
+/// The program's own `CUBECL_WGPU_MAX_TASKS` wins (it is an explicit choice, and the device may
+/// already have read it); otherwise the plan's value is set for CubeCL to read at device start.
+fn apply_max_tasks(planned: u32, program: Option<String>) -> Option<String> {
+    match program {
+        Some(v) if v.trim() == planned.to_string() => None,
+        Some(v) => Some(format!(
+            "note: blaze: {MAX_TASKS_ENV}={v} set by this program wins over the plan's max_tasks = {planned} (the plan was measured with {planned}); unset it to use the plan's"
+        )),
+        None => {
+            // SAFETY: `load_plan` is documented as a start-up call, made before the program
+            // starts threads that read the environment; CubeCL reads the variable only when the
+            // device starts, which must come after this call for the setting to apply.
+            unsafe { std::env::set_var(MAX_TASKS_ENV, planned.to_string()) };
+            if burn_fusion::cut::syncs() > 0 {
+                return Some(format!(
+                    "warning: blaze: the plan's max_tasks = {planned} was loaded after the device had run work; it applies only if load_plan runs before the first tensor operation"
+                ));
+            }
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_programs_own_submission_batch_wins_and_is_named() {
+        assert_eq!(apply_max_tasks(16, Some("16".into())), None);
+        let note = apply_max_tasks(16, Some("8".into())).unwrap();
+        assert!(note.contains("CUBECL_WGPU_MAX_TASKS=8 set by this program wins over the plan's max_tasks = 16"), "{note}");
+    }
+}
