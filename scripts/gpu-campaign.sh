@@ -12,6 +12,13 @@
 #   doctor:<model>:<regime>    blazec doctor at the default tolerance (at most $MAX_PROBES probes)
 #   fault:<model>:<op>         blazec doctor (training) with the test-only fault at <op> (BLAZE_INJECT_FUSED_FAULT),
 #                              then blazec verify of a plan (every 4th live cut) faulted at <op>:plans
+#   widths:<model>:<regime>:<reps>
+#                              one process per beam width (burn.toml max_blocks in $WIDTHS, default
+#                              "5 1 2 3 8"), order rotated each rep, blazec run with $WIDTH_STEPS timed steps
+#   planrun:<model>:<regime>:<pairs>
+#                              blazec run without and with the plan $PLAN (order alternating), a
+#                              fresh process each, $WIDTH_STEPS timed steps: is the plan applied, does
+#                              its advantage hold in a process of its own
 #   overhead:<pairs>           stock vs patched burn-fusion, order AB then BA, attention-d$OVERHEAD_D (257) training
 #   demo                       blazec demo at the reference shape
 #
@@ -22,7 +29,7 @@
 #
 # $DEADLINE (seconds, default 540): no stage starts a process that could run past it.
 set -uo pipefail
-T0=$(date +%s)
+T0=$(date +%s); REPO=$(pwd)
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp
 export __GL_SHADER_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1 __GL_SHADER_DISK_CACHE_SIZE=4000000000
@@ -58,7 +65,7 @@ timed() {
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv > $R/gpu.txt 2>&1
 date -u +%FT%TZ > $R/date.txt
 for stage in ${STAGES:-}; do
-  IFS=: read -r kind a b <<< "$stage"
+  IFS=: read -r kind a b c <<< "$stage"
   name=$(echo "$stage" | tr ':,' '__')
   echo "[$(( $(date +%s) - T0 )) s] $stage" >> $R/stages.txt
   case $kind in
@@ -86,6 +93,26 @@ for stage in ${STAGES:-}; do
       name=fault-verify; timed 200 env BLAZE_INJECT_FUSED_FAULT=$b:plans /tmp/blazec verify --trace $R/trace-$a.ron \
         --every-live 4 > $R/verify-fault-$a-op$b.txt 2>&1
       name=sound-verify; timed 200 /tmp/blazec verify --trace $R/trace-$a.ron --every-live 4 > $R/verify-sound-$a.txt 2>&1 ;;
+    widths)
+      ws=(${WIDTHS:-5 1 2 3 8})
+      for rep in $(seq 1 ${c:-3}); do
+        for i in $(seq 0 $(( ${#ws[@]} - 1 ))); do
+          w=${ws[$(( (i + rep - 1) % ${#ws[@]} ))]}
+          mkdir -p /tmp/width-$w && printf '[fusion.beam_search]\nmax_blocks = %s\n' $w > /tmp/width-$w/burn.toml
+          name=width-$w-$rep
+          (cd /tmp/width-$w && timed 120 /tmp/blazec run $a --regime $b --warmup 3 --steps ${WIDTH_STEPS:-200} \
+            > $R/width-$a-w$w-$rep.txt 2>&1)
+        done
+        pack
+      done ;;
+    planrun)
+      for rep in $(seq 1 ${c:-3}); do
+        order="burn plan"; [ $((rep % 2)) -eq 0 ] && order="plan burn"
+        for v in $order; do
+          name=planrun-$v-$rep; extra=""; [ $v = plan ] && extra="--plan $REPO/$PLAN"
+          timed 120 /tmp/blazec run $a --regime $b --warmup 3 --steps ${WIDTH_STEPS:-200} $extra > $R/planrun-$a-$b-$v-$rep.txt 2>&1
+        done
+      done ;;
     overhead)
       for rep in $(seq 1 $a); do
         order="stock patched"; [ $((rep % 2)) -eq 0 ] && order="patched stock"

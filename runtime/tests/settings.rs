@@ -28,7 +28,7 @@ fn load(settings: Settings) -> Vec<String> {
             assert_eq!(handle.plan.settings, settings);
             handle.notes
         }
-        LoadOutcome::Fallback(err) => panic!("fell back: {}", fallback_warning(err)),
+        LoadOutcome::Fallback(err) => panic!("fell back: {}", fallback_warning(&err)),
     }
 }
 
