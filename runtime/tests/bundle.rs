@@ -45,10 +45,10 @@ fn the_entry_for_this_device_and_regime_is_installed_and_a_regime_switch_picks_t
 
     let training = load_plan(&path, &contract(Regime::Training, "llvmpipe"));
     assert_eq!(cuts(&training), vec![BoundaryId(7)]);
-    assert_eq!(burn_fusion::cut::store_key(), PlanFile::store_key(&[BoundaryId(7)]));
+    assert_eq!(burn_fusion::cut::store_key(), PlanFile::store_key(&[BoundaryId(7)], None));
     let forward = load_plan(&path, &contract(Regime::Forward, "llvmpipe"));
     assert_eq!(cuts(&forward), vec![BoundaryId(3)]);
-    assert_eq!(burn_fusion::cut::store_key(), PlanFile::store_key(&[BoundaryId(3)]));
+    assert_eq!(burn_fusion::cut::store_key(), PlanFile::store_key(&[BoundaryId(3)], None));
 
     let LoadOutcome::Fallback(err) = load_plan(&path, &contract(Regime::Forward, "NVIDIA H200")) else { panic!("no H200 forward entry") };
     let warning = fallback_warning(&err);
