@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Beam widths in processes of their own against the same widths raced in one process.
+
+Usage: scripts/widths-summary.py RUN_DIR TUNE_REPORT
+  RUN_DIR      holds width-<model>-w<W>-<rep>.txt (campaign stage `widths`: `blazec run` in a
+               directory whose burn.toml sets max_blocks = W; W = 5 is Burn's default) and,
+               optionally, planrun-<model>-<regime>-{burn,plan}-<rep>.txt (stage `planrun`).
+  TUNE_REPORT  the report (`*.tune.txt` or `*.report.md`) of `blazec tune` on the same workload,
+               whose `cN: blocks=W` rows carry the in-process ratio to Burn's plan.
+
+Per process: the executed partition and the 10th percentile of its timed steps (the floor:
+inside a process the step time switches for seconds between a floor and slow stretches, in
+every arm alike, see scripts/overhead-summary.py). Per width: the median of its processes'
+floors, as a ratio to width 5's. The ranking of these ratios is compared with the in-process
+ranking (Spearman's rho over the widths both have).
+"""
+import glob, math, os, re, statistics, sys
+
+def quantile(xs, p):
+    xs = sorted(xs)
+    k = (len(xs) - 1) * p
+    f = math.floor(k)
+    c = min(f + 1, len(xs) - 1)
+    return xs[f] + (xs[c] - xs[f]) * (k - f)
+
+def read_run(path):
+    text = open(path).read()
+    ms = [float(x) for x in re.search(r"step ms: \[(.*?)\]", text).group(1).split(",")]
+    part = re.search(r"^partition (\S+) \((\d+) ops, (\d+) blocks, (\d+) fused\)", text, re.M)
+    plan = re.search(r"^plan: (.*)$", text, re.M).group(1)
+    return ms, part.group(1), int(part.group(3)), int(part.group(4)), plan
+
+def in_process(report):
+    out = {}
+    for line in open(report):
+        m = re.match(r"\| c\d+ \| c\d+: blocks=(\d+) \|.*?\| ([0-9.]+) \[([0-9.]+), ([0-9.]+)\] \|", line)
+        if m:
+            out[int(m.group(1))] = tuple(float(m.group(i)) for i in (2, 3, 4))
+    out[5] = (1.0, 1.0, 1.0)
+    return out
+
+def ranks(values):
+    order = sorted(values, key=lambda k: values[k])
+    return {k: i + 1 for i, k in enumerate(order)}
+
+run_dir, report = sys.argv[1], sys.argv[2]
+widths = {}
+for path in glob.glob(os.path.join(run_dir, "width-*-w*-*.txt")):
+    w = int(re.search(r"-w(\d+)-\d+\.txt$", path).group(1))
+    widths.setdefault(w, []).append(read_run(path))
+base = statistics.median(quantile(r[0], 0.1) for r in widths[5])
+inp = in_process(report)
+sep = {}
+print("| width | executed blocks (fused) | processes | floors ms (p10 per process) | own processes: ratio to width 5 | in one process: ratio to Burn's plan [interval] |")
+print("|---|---|---|---|---|---|")
+for w in sorted(widths):
+    runs = widths[w]
+    parts = {(r[1][:8], r[2], r[3]) for r in runs}
+    floors = [quantile(r[0], 0.1) for r in runs]
+    sep[w] = statistics.median(floors) / base
+    ip = inp.get(w)
+    ip_text = f"{ip[0]:.4f} [{ip[1]:.4f}, {ip[2]:.4f}]" if ip and w != 5 else ("1 (Burn's plan)" if w == 5 else "–")
+    part_text = ", ".join(f"{b} ({f}) {fp}" for fp, b, f in sorted(parts))
+    print(f"| {w}{' (Burn default)' if w == 5 else ''} | {part_text} | {len(runs)} | {' '.join(f'{x:.3f}' for x in sorted(floors))} | {sep[w]:.4f} | {ip_text} |")
+common = [w for w in sep if w in inp]
+rs, ri = ranks({w: sep[w] for w in common}), ranks({w: inp[w][0] for w in common})
+n = len(common)
+rho = 1 - 6 * sum((rs[w] - ri[w]) ** 2 for w in common) / (n * (n * n - 1))
+print(f"\nranking, own processes: {' < '.join(str(w) for w in sorted(common, key=lambda w: sep[w]))}")
+print(f"ranking, one process:   {' < '.join(str(w) for w in sorted(common, key=lambda w: inp[w][0]))}")
+print(f"Spearman rho {rho:.2f} over {n} widths")
+
+plan_runs = {}
+for path in glob.glob(os.path.join(run_dir, "planrun-*-*.txt")):
+    arm = re.search(r"-(burn|plan)-\d+\.txt$", path).group(1)
+    plan_runs.setdefault(arm, []).append(read_run(path))
+if plan_runs.get("burn") and plan_runs.get("plan"):
+    print("\n| arm | plan | executed blocks (fused) | floors ms (p10 per process) | medians ms |")
+    print("|---|---|---|---|---|")
+    for arm in ("burn", "plan"):
+        runs = plan_runs[arm]
+        parts = {(r[1][:8], r[2], r[3]) for r in runs}
+        print(f"| {arm} | {', '.join(sorted({r[4] for r in runs}))} | {', '.join(f'{b} ({f}) {fp}' for fp, b, f in sorted(parts))} | "
+              f"{' '.join(f'{quantile(r[0], 0.1):.3f}' for r in runs)} | {' '.join(f'{statistics.median(r[0]):.3f}' for r in runs)} |")
+    fb = statistics.median(quantile(r[0], 0.1) for r in plan_runs["burn"])
+    fp_ = statistics.median(quantile(r[0], 0.1) for r in plan_runs["plan"])
+    mb = statistics.median(statistics.median(r[0]) for r in plan_runs["burn"])
+    mp = statistics.median(statistics.median(r[0]) for r in plan_runs["plan"])
+    print(f"\nplan / Burn in fresh processes: floor {fp_ / fb:.4f}, median {mp / mb:.4f} ({len(plan_runs['plan'])} + {len(plan_runs['burn'])} processes, alternating)")
