@@ -33,7 +33,7 @@ fn check_entry(plan: &PlanFile, this_device: &DeviceInfo, resolve: &Resolver) ->
         return Err(format!("made with Burn {}, this build has Burn {}", c.burn_version, blaze_runtime::BURN_VERSION));
     }
     let factory = factory_named(resolve, &c.model).map_err(|e| e.to_string())?;
-    let traced = trace(factory.as_ref(), &TraceOptions { regime: c.regime, warmup: 3 }).map_err(|e| format!("cannot trace the model: {e}"))?;
+    let traced = trace(factory.as_ref(), &TraceOptions::new(c.regime, 3)).map_err(|e| format!("cannot trace the model: {e}"))?;
     plan.check_contract(&traced.contract()).map_err(|e| e.to_string())?;
     let present = traced.cut_points();
     let gone: Vec<String> = plan.cuts.iter().filter(|b| !present.contains(b)).map(|b| b.to_string()).collect();

@@ -59,6 +59,11 @@ enum Command {
         /// Also write a readable text dump.
         #[arg(long)]
         text: Option<PathBuf>,
+        /// Trace the partition Burn's search makes at this beam width (burn.toml `max_blocks`;
+        /// default: Burn's configured one). Plans made from the trace carry the width, and
+        /// their cuts refine that partition.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=blaze_ir::plan::MAX_SETTING as i64))]
+        max_blocks: Option<u32>,
     },
     /// Run a model for some steps, optionally under a plan file; print losses, the executed
     /// partition of the last step and step times.
@@ -168,6 +173,26 @@ enum Command {
     /// process, or a plan's cuts) and write what it computed: every loss, the last logits and
     /// the executed partition. Compares arms bit for bit across processes.
     #[command(after_help = "Examples:\n  blazec probe attention-d257 --arm fusion-off --burn-first 3 -o off.ron\n  BURN_FUSION_MAX_EXPLORATIONS=0 blazec probe attention-d257 --arm burn -o stock-off.ron")]
+    /// Where a step's time goes, block by block: host time per executed block (fusion thread)
+    /// and step time, under Burn's plan and, with --plan, under a plan file; says whether the
+    /// step is host-bound (fixed per-block cost) or device-bound.
+    #[command(after_help = "Examples:\n  blazec profile attention-d257 --regime forward\n  blazec profile attention-d257 --regime forward --plan plans/attention-d257.forward.h200.ron -o profile.ron")]
+    Profile {
+        #[command(flatten)]
+        model: ModelArgs,
+        /// Also profile this plan file (its cuts and settings).
+        #[arg(long)]
+        plan: Option<PathBuf>,
+        /// Timed steps per arm.
+        #[arg(long, default_value_t = 20)]
+        steps: u32,
+        /// Blocks listed per arm, slowest first.
+        #[arg(long, default_value_t = 10)]
+        top: usize,
+        /// Also write every block of every arm (RON).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
     Probe {
         #[command(flatten)]
         model: ModelArgs,
@@ -274,9 +299,9 @@ pub fn resolve_model(resolve: &Resolver, args: &ModelArgs) -> anyhow::Result<Box
 
 fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
     match command {
-        Command::Trace { model, warmup, output, dot, text } => {
+        Command::Trace { model, warmup, output, dot, text, max_blocks } => {
             let factory = resolve_model(resolve, &model)?;
-            let trace = tracing::trace(factory.as_ref(), &tracing::TraceOptions { regime: model.regime, warmup })?;
+            let trace = tracing::trace(factory.as_ref(), &tracing::TraceOptions { regime: model.regime, warmup, max_blocks })?;
             crate::run::write_atomic(&output, &trace.to_ron())?;
             if let Some(dot) = dot {
                 crate::run::write_atomic(&dot, &trace.to_dot())?;
@@ -293,7 +318,8 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
                 Some(k) => trace.live_cut_points().into_iter().step_by(k.max(1)).collect(),
                 None => cuts,
             };
-            let plan = trace.plan(cuts).with_settings(blaze_ir::plan::Settings { max_blocks, max_tasks });
+            // The trace's width (a trace made with --max-blocks) unless the command gives one.
+            let plan = trace.plan(cuts).with_settings(blaze_ir::plan::Settings { max_blocks: max_blocks.or(trace.max_blocks), max_tasks });
             plan.validate()?;
             crate::run::write_atomic(&output, &plan.to_ron())?;
             let settings = if plan.settings.is_default() { String::new() } else { format!(", settings {}", plan.settings.to_text()) };
@@ -368,6 +394,20 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
                 crate::run::write_atomic(&output, &plan.to_ron())?;
             }
             print!("{md}");
+            Ok(())
+        }
+        Command::Profile { model, plan, steps, top, output } => {
+            let factory = resolve_model(resolve, &model)?;
+            let mut arms = vec![crate::profile::profile_arm(factory.as_ref(), model.regime, &crate::candidate::Candidate::new(0, vec![]), "Burn's plan", steps)?];
+            if let Some(path) = plan {
+                let plan = blaze_ir::PlanFile::read(&path)?;
+                let candidate = crate::candidate::Candidate::with_settings(1, plan.cuts, plan.settings);
+                arms.push(crate::profile::profile_arm(factory.as_ref(), model.regime, &candidate, &format!("{} ({})", path.display(), candidate.to_text()), steps)?);
+            }
+            print!("{}", crate::profile::text(&model.model, &arms, top));
+            if let Some(out) = output {
+                crate::run::write_atomic(&out, &crate::run::to_ron(&arms))?;
+            }
             Ok(())
         }
         Command::Probe { model, arm, steps, burn_first, output } => {

@@ -35,7 +35,7 @@ pub fn demo(resolve: &Resolver, args: &DemoArgs) -> anyhow::Result<()> {
     let factory = resolve_model(resolve, &model_args)?;
     std::fs::create_dir_all(&args.out)?;
 
-    let traced = trace(factory.as_ref(), &TraceOptions { regime: Regime::Training, warmup: 3 })?;
+    let traced = trace(factory.as_ref(), &TraceOptions::new(Regime::Training, 3))?;
     println!("trace: {}", summary(&traced));
     let cuts: Vec<BoundaryId> = traced.live_cut_points().into_iter().step_by(args.every.max(1)).collect();
 

@@ -106,7 +106,7 @@ pub struct Diagnosis {
 
 pub fn doctor(factory: &dyn ModelFactory, opts: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Diagnosis> {
     progress("trace Burn's plan");
-    let traced = trace(factory, &TraceOptions { regime: opts.regime, warmup: 3 })?;
+    let traced = trace(factory, &TraceOptions::new(opts.regime, 3))?;
     let run = |c: &Candidate| probe_steps(factory, opts.regime, c, false, opts.steps).map_err(anyhow::Error::msg);
     progress("reference (fusion off, in this process) and Burn's plan, twice each");
     let reference = run(&Candidate::fusion_off(1))?;

@@ -18,6 +18,7 @@ pub mod confirm;
 pub mod enumerate;
 pub mod greedy;
 pub mod orphan;
+pub mod profile;
 pub mod race_check;
 pub mod ddmin;
 pub mod demo;

@@ -5,7 +5,7 @@ use blaze_ir::{
     plan::Regime,
     trace::{TRACE_FORMAT_VERSION, TracedBoundary},
 };
-use blaze_runtime::{ModelFactory, RecordedStep, activate_burn_default, activate_explore_probe};
+use blaze_runtime::{ModelFactory, RecordedStep, activate_burn_default, activate_explore_probe_with, activate_with};
 use std::collections::BTreeSet;
 
 /// Options of a trace.
@@ -13,6 +13,15 @@ use std::collections::BTreeSet;
 pub struct TraceOptions {
     pub regime: Regime,
     pub warmup: u32,
+    /// Trace under this beam width of Burn's fusion search instead of Burn's configured one.
+    pub max_blocks: Option<u32>,
+}
+
+impl TraceOptions {
+    /// Burn's own search, `warmup` steps before the traced one.
+    pub fn new(regime: Regime, warmup: u32) -> Self {
+        Self { regime, warmup, max_blocks: None }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -25,12 +34,16 @@ pub enum TraceError {
     Empty,
 }
 
-/// Traces `factory`: Burn's own executed partition (its plan store, no cuts), then the live
-/// set: the operations Burn explores when plans are cached per step position, as they are
-/// under any cut plan (so a cut there takes effect).
+/// Traces `factory`: Burn's own executed partition (its plan store, no cuts; with
+/// `opts.max_blocks`, Burn's search at that width in a store of its own), then the live set:
+/// the operations Burn explores when plans are cached per step position, as they are under any
+/// cut plan (so a cut there takes effect).
 pub fn trace(factory: &dyn ModelFactory, opts: &TraceOptions) -> Result<Trace, TraceError> {
     let mut model = factory.build(opts.regime).map_err(TraceError::Build)?;
-    activate_burn_default();
+    match opts.max_blocks {
+        None => drop(activate_burn_default()),
+        Some(width) => drop(activate_with(&[], Some(width))),
+    }
     warm_up(model.as_mut(), opts.warmup);
     let (step, _) = record_step(model.as_mut(), false);
     let (again, _) = record_step(model.as_mut(), false);
@@ -40,7 +53,7 @@ pub fn trace(factory: &dyn ModelFactory, opts: &TraceOptions) -> Result<Trace, T
     check_stable(&step, &again)?;
     // Installed between steps: it takes effect at the next sync, and model initialisation is
     // long past, so only step operations are counted.
-    let probe = activate_explore_probe();
+    let probe = activate_explore_probe_with(opts.max_blocks);
     warm_up(model.as_mut(), 2);
     let desc = model.describe();
     let explored = probe.explored();
@@ -57,6 +70,7 @@ pub fn trace(factory: &dyn ModelFactory, opts: &TraceOptions) -> Result<Trace, T
         boundaries: cut_points(&step.partition.blocks, &explored),
         partition: step.partition,
         explored: explored.iter().map(|&i| i as u32).collect(),
+        max_blocks: opts.max_blocks,
     })
 }
 
@@ -91,9 +105,10 @@ fn check_stable(a: &RecordedStep, b: &RecordedStep) -> Result<(), TraceError> {
 /// One-line summary: ops, blocks, boundaries.
 pub fn summary(trace: &Trace) -> String {
     format!(
-        "{} {}: {} ops, {} blocks ({} fused, {} merged neighbour pairs), {} cut points ({} live)",
+        "{} {}{}: {} ops, {} blocks ({} fused, {} merged neighbour pairs), {} cut points ({} live)",
         trace.model,
         trace.regime,
+        trace.max_blocks.map_or(String::new(), |n| format!(" (beam width {n})")),
         trace.ops.len(),
         trace.partition.blocks.len(),
         trace.partition.fused_blocks().count(),

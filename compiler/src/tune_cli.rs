@@ -78,6 +78,11 @@ pub struct TuneArgs {
     /// Burn's partition is collapsed before timing.
     #[arg(long, default_value = "1,2,3,8", value_parser = parse_widths)]
     pub max_blocks: Widths,
+    /// Cut candidates per beam width: the model is traced again under each width and cuts
+    /// are enumerated over that (richer or poorer) partition's live cut points. 0: cuts only
+    /// over Burn's default partition.
+    #[arg(long, default_value_t = 0)]
+    pub cuts_per_width: usize,
     /// Greedy path instead of enumeration: challengers per round (each round is a race).
     #[arg(long)]
     pub greedy: Option<usize>,
@@ -224,6 +229,7 @@ fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path
         greedy: args.greedy.map(|n| (n, args.greedy_max_rounds)),
         broken: journal::broken_from_env(),
         max_blocks: args.max_blocks.0.clone(),
+        cuts_per_width: args.cuts_per_width,
     };
     let mut progress = progress_printer("tune", args.verbose);
     let result = tune(factory, &opts, &mut progress)?;

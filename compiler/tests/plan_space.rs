@@ -82,9 +82,15 @@ fn tune_records_a_hanging_and_a_crashing_candidate_as_broken_and_goes_on() {
     let broken: Vec<usize> = results.broken.iter().map(|(id, _)| *id).collect();
     assert_eq!(broken, vec![2, 3]);
     let timed: Vec<usize> = results.timed.iter().map(|t| t.id).collect();
-    assert_eq!(timed, vec![0, 1, 4], "the others are still raced, and fusion off (c4, after the 4 requests) in-process");
+    // The 4 requests c0..c3, then one settings candidate per default beam width (1, 2, 3, 8:
+    // c4..c7; confirm drops any that executes another's partition), then fusion off (c8).
+    assert_eq!(timed[..2], [0, 1], "the others are still raced");
     let off = results.fusion_off_arm.as_ref().expect("fusion off is an arm of the race");
-    assert!(off.one_op_per_block && off.id == 4, "{off:?}");
+    assert!(off.one_op_per_block && off.id == 8 && timed.last() == Some(&8), "fusion off in-process: {off:?}, timed {timed:?}");
+    for t in results.timed.iter().filter(|t| (4..8).contains(&t.id)) {
+        assert!(t.cuts.contains("blocks="), "c4..c7 are beam widths: {}", t.cuts);
+    }
+    assert!(timed.iter().any(|id| (4..8).contains(id)), "some beam width partitions differently from Burn's here: {timed:?}");
     for t in &results.timed[1..] {
         let s = t.standing.as_ref().expect("every challenger has a paired standing");
         assert!(s.pairs > 0 && s.lo <= s.ratio && s.ratio <= s.hi, "{s:?}");

@@ -50,3 +50,35 @@ fn a_version_1_plan_without_settings_runs_burns_partition() {
     let v1 = probe(&dir, "v1", plan.to_str().unwrap(), &[], &[]);
     assert_eq!((v1.fingerprint, v1.blocks), (burn.fingerprint, burn.blocks));
 }
+
+#[test]
+fn a_trace_at_a_beam_width_gives_cut_points_of_that_partition_and_its_plans_carry_the_width() {
+    let dir = scratch("settings-trace-width");
+    std::fs::create_dir_all(dir.join("autotune")).unwrap();
+    let trace_path = dir.join("w1.ron");
+    let mut args = vec!["trace"];
+    args.extend(SMALL);
+    args.extend(["--regime", "training", "--max-blocks", "1", "-o", trace_path.to_str().unwrap()]);
+    let out = ok(&args);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("(beam width 1)"), "{}", String::from_utf8_lossy(&out.stdout));
+    let traced = blaze_ir::Trace::from_ron(&std::fs::read_to_string(&trace_path).unwrap()).unwrap();
+    let (_, default) = trace("training");
+    assert_eq!(traced.max_blocks, Some(1));
+    assert_ne!(traced.partition.fingerprint(), default.partition.fingerprint(), "width 1 partitions differently here, so the check can fail");
+    let live = traced.live_cut_points();
+    assert!(!live.is_empty());
+
+    // Burn's search at width 1 with no cuts executes the traced partition.
+    let width_only = dir.join("w1-plain.ron");
+    ok(&["plan", "--trace", trace_path.to_str().unwrap(), "-o", width_only.to_str().unwrap()]);
+    assert!(std::fs::read_to_string(&width_only).unwrap().contains("max_blocks: Some(1)"), "a plan from a width trace carries the width");
+    let plain = probe(&dir, "w1-plain", width_only.to_str().unwrap(), &["--burn-first", "3"], &[]);
+    assert_eq!(plain.fingerprint, traced.partition.fingerprint(), "the trace recorded what width 1 executes");
+
+    // A cut at one of its live cut points changes that partition.
+    let cut = dir.join("w1-cut.ron");
+    let first = live[live.len() / 2].to_string();
+    ok(&["plan", "--trace", trace_path.to_str().unwrap(), "--cuts", &first, "-o", cut.to_str().unwrap()]);
+    let with_cut = probe(&dir, "w1-cut", cut.to_str().unwrap(), &["--burn-first", "3"], &[]);
+    assert_ne!(with_cut.fingerprint, plain.fingerprint, "a cut at live cut point {first} of the width-1 partition takes effect");
+}

@@ -50,6 +50,11 @@ pub struct Trace {
     pub boundaries: Vec<TracedBoundary>,
     /// Operations Burn explored (cut policy consulted) anywhere in the traced process.
     pub explored: Vec<u32>,
+    /// Beam width of Burn's fusion search the partition and cut points were traced under
+    /// (`None`: Burn's configured one). Cuts made from this trace refine that partition, so a
+    /// plan made from it carries the same width.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_blocks: Option<u32>,
 }
 
 /// Node weight of the trace graph.
@@ -106,7 +111,8 @@ impl Trace {
     pub fn plan(&self, cuts: Vec<BoundaryId>) -> crate::plan::PlanFile {
         let mut plan = crate::plan::PlanFile::burn_default(self.contract(), self.cut_points());
         plan.cuts = cuts;
-        plan
+        // Cuts refine the partition this trace was made under: the plan carries its width.
+        plan.with_settings(crate::plan::Settings { max_blocks: self.max_blocks, max_tasks: None })
     }
 
     /// Live cut points.
@@ -256,6 +262,7 @@ mod tests {
                 TracedBoundary { id: BoundaryId(2), live: false },
             ],
             explored: vec![0, 1],
+            max_blocks: None,
         }
     }
 

@@ -7,11 +7,13 @@
 //!   Burn explored (the live ones).
 //! * [`settings`]: a plan's fusion-search and submission settings (plan version 2), applied at
 //!   load: the beam width per plan store, the submission batch before the device starts.
+//! * [`BlockTimer`]: a `FusionObserver` that times the host's work per executed block.
 //! * [`StepRecorder`]: a `FusionObserver` that records one step's operations and executed
 //!   blocks, for traces and partition fingerprints.
 //!
 //! Invariant: nothing here runs tensor operations or touches a device; it only configures the
 //! fuser and listens to it.
+mod block_timer;
 pub mod fault;
 mod load;
 pub mod model;
@@ -21,7 +23,8 @@ pub mod settings;
 
 pub use model::{Description, Model, ModelFactory, StepOutput};
 pub use load::{LoadOutcome, PlanHandle, fallback_warning, load_plan, load_plan_text};
-pub use policy::{CutSet, EXPLORE_PROBE_KEY, UNFUSED_KEY, Unfused, activate, activate_burn_default, activate_with, activate_explore_probe, activate_unfused};
+pub use policy::{CutSet, EXPLORE_PROBE_KEY, UNFUSED_KEY, Unfused, activate, activate_burn_default, activate_with, activate_explore_probe, activate_explore_probe_with, activate_unfused};
+pub use block_timer::{BlockTimer, BlockTimerGuard};
 pub use recorder::{RecordedOp, RecordedStep, StepRecorder};
 
 /// The Burn version the patched fuser comes from (checked against plan contracts).

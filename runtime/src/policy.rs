@@ -63,8 +63,16 @@ pub const EXPLORE_PROBE_KEY: u64 = 2;
 /// No cuts, but in a position-tagged store of its own, as a cut plan runs: the operations Burn
 /// explores under it are the ones where a cut would take effect (the live set).
 pub fn activate_explore_probe() -> Arc<CutSet> {
-    let policy = Arc::new(CutSet::new(&[]));
-    burn_fusion::cut::install(Some(policy.clone()), EXPLORE_PROBE_KEY);
+    activate_explore_probe_with(None)
+}
+
+/// [`activate_explore_probe`] under a beam width: the live set of the partition Burn's search
+/// makes at that width (each width its own even store key, never a cut set's or the
+/// fusion-off arm's).
+pub fn activate_explore_probe_with(max_blocks: Option<u32>) -> Arc<CutSet> {
+    let policy = Arc::new(CutSet { max_blocks: max_blocks.map(|n| n as usize), ..CutSet::new(&[]) });
+    let key = max_blocks.map_or(EXPLORE_PROBE_KEY, |n| UNFUSED_KEY + 2 * u64::from(n));
+    burn_fusion::cut::install(Some(policy.clone()), key);
     policy
 }
 

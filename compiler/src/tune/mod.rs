@@ -46,6 +46,9 @@ pub struct TuneOptions {
     pub broken: Vec<(usize, String)>,
     /// Beam widths of Burn's fusion search raced as settings-only candidates (in-process).
     pub max_blocks: Vec<u32>,
+    /// Cut candidates per beam width, enumerated from a trace under that width (its
+    /// partition and live cut points) and canonicalised by the e-graph with that trace's facts.
+    pub cuts_per_width: usize,
 }
 
 /// Fusion off in a process of its own (BURN_FUSION_MAX_EXPLORATIONS=0): the cross-check of the
@@ -137,7 +140,7 @@ pub struct TuneResult {
 pub fn tune(factory: &dyn ModelFactory, opts: &TuneOptions, progress: &mut dyn FnMut(&str)) -> anyhow::Result<TuneResult> {
     let start = Instant::now();
     progress("trace");
-    let traced = trace(factory, &TraceOptions { regime: opts.regime, warmup: opts.warmup })?;
+    let traced = trace(factory, &TraceOptions::new(opts.regime, opts.warmup))?;
     let trace_s = start.elapsed().as_secs_f64();
     let mut model = factory.build(opts.regime).map_err(anyhow::Error::msg)?;
     let (mut cands, canon) = match opts.greedy {
@@ -149,14 +152,15 @@ pub fn tune(factory: &dyn ModelFactory, opts: &TuneOptions, progress: &mut dyn F
     // executes Burn's partition.
     let first_setting = cands.len();
     cands.extend(settings_candidates(first_setting, &opts.max_blocks));
+    let mut rep_ids: Vec<usize> = canon.representatives().into_iter().chain(first_setting..cands.len()).collect();
+    if opts.cuts_per_width > 0 && opts.greedy.is_none() {
+        for &width in &opts.max_blocks {
+            progress(&format!("trace at beam width {width}"));
+            rep_ids.extend(cuts_on_width(factory, opts, width, &mut cands)?);
+        }
+    }
     let left_out = |id: usize| opts.broken.iter().any(|(b, _)| *b == id);
-    let reps: Vec<&Candidate> = canon
-        .representatives()
-        .into_iter()
-        .chain(first_setting..cands.len())
-        .map(|i| &cands[i])
-        .filter(|c| !left_out(c.id))
-        .collect();
+    let reps: Vec<&Candidate> = rep_ids.into_iter().map(|i| &cands[i]).filter(|c| !left_out(c.id)).collect();
 
     let warm = Instant::now();
     let parts = executed_partitions(model.as_mut(), &reps, |i, n| progress(&format!("confirm {}/{n}", i + 1)));
@@ -254,6 +258,20 @@ pub fn tune(factory: &dyn ModelFactory, opts: &TuneOptions, progress: &mut dyn F
         timed,
         plan: Some(plan),
     })
+}
+
+/// Traces the model under beam width `width`, enumerates cut plans over that partition's live
+/// cut points, canonicalises them with that trace's facts, and appends the first
+/// `opts.cuts_per_width` e-graph representatives with cuts (Burn's plan at that width is
+/// already a settings candidate) to `cands`, with the width; returns their ids.
+fn cuts_on_width(factory: &dyn ModelFactory, opts: &TuneOptions, width: u32, cands: &mut Vec<Candidate>) -> anyhow::Result<Vec<usize>> {
+    let traced = trace(factory, &TraceOptions { regime: opts.regime, warmup: opts.warmup, max_blocks: Some(width) })?;
+    let (requested, canon) = candidates(&traced, opts.cuts_per_width + 1, opts.seed ^ u64::from(width));
+    let settings = blaze_ir::plan::Settings { max_blocks: Some(width), max_tasks: None };
+    let chosen: Vec<usize> = canon.representatives().into_iter().filter(|&i| !requested[i].cuts.is_empty()).take(opts.cuts_per_width).collect();
+    let first = cands.len();
+    cands.extend(chosen.iter().enumerate().map(|(k, &i)| Candidate::with_settings(first + k, requested[i].cuts.clone(), settings)));
+    Ok((first..cands.len()).collect())
 }
 
 /// One candidate per beam width: Burn's search at that width, no cuts.

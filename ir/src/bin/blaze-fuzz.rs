@@ -211,6 +211,7 @@ fn write_seeds(root: &Path) {
         partition: ExecutedPartition { blocks: vec![vec![0], vec![1, 2]] },
         boundaries: vec![TracedBoundary { id: BoundaryId(2), live: true }],
         explored: vec![0, 1, 2],
+        max_blocks: None,
     };
     let c = root.join("corpus");
     for (dir, name, text) in [("plan", "seed-small.ron", plan.to_ron()), ("bundle", "seed-two.blaze", bundle.to_ron()), ("trace", "seed-tiny.ron", trace.to_ron()), ("partition", "seed.txt", trace.partition.to_text())] {
