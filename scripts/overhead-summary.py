@@ -26,6 +26,7 @@ size). The interval narrows with the number of pairs: about 30 are needed for +-
 spread measured there.
 """
 import glob, math, os, statistics, sys
+from floorstat import quantile
 
 T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
         2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
@@ -38,12 +39,6 @@ def steps(path):
     rows = [l.split() for l in open(path) if l.startswith("step ")]
     return [float(r[3]) for r in rows], {int(r[1]): r[5] for r in rows}
 
-def quantile(xs, p):
-    xs = sorted(xs)
-    k = (len(xs) - 1) * p
-    f = math.floor(k)
-    c = min(f + 1, len(xs) - 1)
-    return xs[f] + (xs[c] - xs[f]) * (k - f)
 
 def binom_half_cdf(k, n):
     return sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n

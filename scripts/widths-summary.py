@@ -15,13 +15,8 @@ floors, as a ratio to width 5's. The ranking of these ratios is compared with th
 ranking (Spearman's rho over the widths both have).
 """
 import glob, math, os, re, statistics, sys
+from floorstat import quantile
 
-def quantile(xs, p):
-    xs = sorted(xs)
-    k = (len(xs) - 1) * p
-    f = math.floor(k)
-    c = min(f + 1, len(xs) - 1)
-    return xs[f] + (xs[c] - xs[f]) * (k - f)
 
 def read_run(path):
     text = open(path).read()
