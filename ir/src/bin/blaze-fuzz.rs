@@ -83,6 +83,7 @@ impl Rng {
 const TOKENS: &[&str] = &[
     "[", "]", "(", ")", ",", ":", "\"", "-1", "0", "18446744073709551616", "4294967296", "1e309", "NaN", "Some(", "None",
     "true", "b", "\n", "PlanFile(", "Trace(", "format_version: 2", "cuts: [", "ops: [", "inputs: [", "blocks: [", "|", " ",
+    "settings: (", "max_blocks: Some(", "max_tasks: Some(", "format_version: 1", "max_blocks: Some(4096)", "max_blocks: Some(0)",
 ];
 
 fn mutate(rng: &mut Rng, input: &[u8], corpus: &[Vec<u8>]) -> Vec<u8> {
