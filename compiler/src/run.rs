@@ -2,6 +2,7 @@
 use crate::cli::{ModelArgs, Resolver, resolve_model};
 use crate::session::{Settle, record_step, timed_step};
 use blaze_ir::{Contract, ExecutedPartition, trace::op_stream_fingerprint};
+use blaze_runtime::watch::OpStreamCheck;
 use blaze_runtime::{LoadOutcome, Model, load_plan};
 use clap::Args;
 use serde::{Deserialize, Serialize};
@@ -55,6 +56,12 @@ pub struct RunReport {
     pub classes: usize,
     /// Cut-policy calls during the timed and recorded steps (0 = cached plans replayed).
     pub hook_calls_after_warmup: u64,
+    /// A loaded plan's costs: `load_plan` itself, and the automatic op-stream check's observer
+    /// (absent in older reports and without a plan).
+    #[serde(default)]
+    pub plan_load_ms: Option<f64>,
+    #[serde(default)]
+    pub op_stream_check_ms: Option<f64>,
 }
 
 pub fn run(resolve: &Resolver, args: &RunArgs) -> anyhow::Result<()> {
@@ -67,6 +74,9 @@ pub fn run(resolve: &Resolver, args: &RunArgs) -> anyhow::Result<()> {
     };
     let report = run_loaded(model.as_mut(), loaded.as_ref(), args.warmup, settle, args.steps);
     println!("plan: {}", report.plan);
+    if let (Some(load), Some(check)) = (report.plan_load_ms, report.op_stream_check_ms) {
+        println!("plan load {load:.3} ms; automatic op-stream check {check:.3} ms");
+    }
     println!("losses: {:?}", report.losses);
     println!("step ms: {:?}", report.step_ms.iter().map(|t| (t * 100.0).round() / 100.0).collect::<Vec<_>>());
     println!("partition {} ({} ops, {} blocks, {} fused)", report.partition.fingerprint(), report.ops,
@@ -103,11 +113,6 @@ pub fn run_loaded(model: &mut dyn Model, loaded: Option<&LoadOutcome>, warmup: u
     let (first, out) = record_step(model, false);
     losses.push(out.loss);
     let op_stream = op_stream_fingerprint(&first.traced_ops());
-    if let Some(LoadOutcome::Applied(handle)) = loaded
-        && let Err(e) = handle.confirm_op_stream(&op_stream)
-    {
-        plan = format!("fallback: {e}");
-    }
     let calls = || match loaded {
         Some(LoadOutcome::Applied(h)) => h.policy.calls(),
         _ => 0,
@@ -124,6 +129,18 @@ pub fn run_loaded(model: &mut dyn Model, loaded: Option<&LoadOutcome>, warmup: u
     }
     let (last, out) = record_step(model, true);
     losses.push(out.loss);
+    // The runtime confirmed the op stream by itself (at the first step-sized window).
+    let handle = match loaded {
+        Some(LoadOutcome::Applied(h)) => Some(h),
+        _ => None,
+    };
+    if let Some(h) = handle {
+        plan = match h.op_stream_check() {
+            OpStreamCheck::Confirmed => "applied".into(),
+            OpStreamCheck::Withdrawn(e) => format!("fallback: {e}"),
+            OpStreamCheck::Pending | OpStreamCheck::Unconfirmed => "applied (op stream not confirmed)".into(),
+        };
+    }
     RunReport {
         model: model.describe().name,
         regime: model.describe().regime.to_string(),
@@ -137,6 +154,8 @@ pub fn run_loaded(model: &mut dyn Model, loaded: Option<&LoadOutcome>, warmup: u
         logits: out.logits,
         classes: out.classes,
         hook_calls_after_warmup: calls() - calls_before,
+        plan_load_ms: handle.map(|h| h.load_time.as_secs_f64() * 1e3),
+        op_stream_check_ms: handle.map(|h| h.watch_time().as_secs_f64() * 1e3),
     }
 }
 

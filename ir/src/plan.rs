@@ -169,7 +169,7 @@ pub struct Measurements {
 }
 
 /// Why a plan file cannot be used. Every variant names the reason in one sentence.
-#[derive(Debug, thiserror::Error, PartialEq)]
+#[derive(Clone, Debug, thiserror::Error, PartialEq)]
 pub enum PlanError {
     #[error("cannot read plan file {path}: {reason}")]
     Unreadable { path: String, reason: String },

@@ -7,6 +7,8 @@
 //!   Burn explored (the live ones).
 //! * [`settings`]: a plan's fusion-search and submission settings (plan version 2), applied at
 //!   load: the beam width per plan store, the submission batch before the device starts.
+//! * [`watch`]: confirms an installed plan's op stream by itself at the first step-sized
+//!   window, and withdraws the plan with one warning if it differs.
 //! * [`BlockTimer`]: a `FusionObserver` that times the host's work per executed block.
 //! * [`StepRecorder`]: a `FusionObserver` that records one step's operations and executed
 //!   blocks, for traces and partition fingerprints.
@@ -20,6 +22,7 @@ pub mod model;
 mod policy;
 mod recorder;
 pub mod settings;
+pub mod watch;
 
 pub use model::{Description, Model, ModelFactory, StepOutput};
 pub use load::{LoadOutcome, PlanHandle, fallback_warning, load_plan, load_plan_text};

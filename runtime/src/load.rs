@@ -2,6 +2,7 @@
 //! warning naming the reason.
 use crate::policy::activate_with;
 use crate::CutSet;
+use crate::watch::{OpStreamCheck, OpStreamWatch, WatchGuard};
 use blaze_ir::{Contract, PlanError, PlanFile};
 use std::path::Path;
 use std::sync::Arc;
@@ -22,9 +23,24 @@ pub struct PlanHandle {
     pub policy: Arc<CutSet>,
     /// What became of the plan's settings where the program had set its own (also printed).
     pub notes: Vec<String>,
+    /// Confirms the op stream by itself at the first window of the plan's size (keep the
+    /// handle alive: dropping it stops the watch).
+    pub watch: WatchGuard,
+    /// Wall time of `load_plan` itself (read, parse, validate, select, install).
+    pub load_time: std::time::Duration,
 }
 
 impl PlanHandle {
+    /// The automatic op-stream check: pending until a window of the plan's size has run.
+    pub fn op_stream_check(&self) -> OpStreamCheck {
+        self.watch.watch.check()
+    }
+
+    /// Time the automatic check has cost the program so far (its observer's own work).
+    pub fn watch_time(&self) -> std::time::Duration {
+        self.watch.watch.busy()
+    }
+
     /// Checks the op stream the program actually ran (fingerprint of a steady-state step)
     /// against the plan's contract. On a mismatch the plan is withdrawn (Burn's own plan from
     /// the next sync) with one warning, and the reason is returned.
@@ -52,17 +68,23 @@ impl LoadOutcome {
 /// Loads the plan at `path` for a run described by `actual` (leave `actual.op_stream` empty
 /// when it is not known yet; confirm it later with [`PlanHandle::confirm_op_stream`]).
 pub fn load_plan(path: impl AsRef<Path>, actual: &Contract) -> LoadOutcome {
+    let start = std::time::Instant::now();
     let path = path.as_ref();
-    match blaze_ir::file::read_text(path) {
+    let mut outcome = match blaze_ir::file::read_text(path) {
         Ok(text) => load_plan_text(&text, actual),
         Err(reason) => fallback(PlanError::Unreadable { path: path.display().to_string(), reason }),
+    };
+    if let LoadOutcome::Applied(handle) = &mut outcome {
+        handle.load_time = start.elapsed();
     }
+    outcome
 }
 
 /// [`load_plan`] for plan text already in memory: a plan file, or a bundle, of which the entry
 /// that fits `actual` (device, Burn version, model, regime, shapes) is installed. A program that
 /// switches regime (train, then evaluate) calls it again with the other regime.
 pub fn load_plan_text(text: &str, actual: &Contract) -> LoadOutcome {
+    let start = std::time::Instant::now();
     let plan = match blaze_ir::Bundle::parse(text).and_then(|b| b.select(actual).cloned()) {
         Ok(plan) => plan,
         Err(e) => return fallback(e),
@@ -72,7 +94,8 @@ pub fn load_plan_text(text: &str, actual: &Contract) -> LoadOutcome {
     for note in &notes {
         eprintln!("{note}");
     }
-    LoadOutcome::Applied(PlanHandle { plan, policy, notes })
+    let watch = OpStreamWatch::start(&plan.contract.op_stream, plan.contract.ops_per_step);
+    LoadOutcome::Applied(PlanHandle { plan, policy, notes, watch, load_time: start.elapsed() })
 }
 
 fn fallback(err: PlanError) -> LoadOutcome {

@@ -72,27 +72,34 @@ impl RecordingGuard {
     }
 }
 
+/// `op` as the `index`-th operation of a window: its signature and the window operations it
+/// reads (`producer`: which window operation wrote each tensor so far; updated here).
+pub(crate) fn record_op(op: &OperationIr, index: u32, producer: &mut HashMap<TensorId, u32>) -> RecordedOp {
+    let mut inputs = Vec::new();
+    for node in op.nodes() {
+        match node.status {
+            TensorStatus::NotInit => {
+                producer.insert(node.id, index);
+            }
+            _ => {
+                if let Some(&p) = producer.get(&node.id)
+                    && !inputs.contains(&p)
+                {
+                    inputs.push(p);
+                }
+            }
+        }
+    }
+    RecordedOp { sig: OpSignature::of(op), inputs }
+}
+
 impl FusionObserver for StepRecorder {
     fn registered(&self, op: &OperationIr) {
         let mut state = self.lock();
         let index = state.step.ops.len() as u32;
-        let mut inputs = Vec::new();
-        for node in op.nodes() {
-            match node.status {
-                TensorStatus::NotInit => {
-                    state.producer.insert(node.id, index);
-                }
-                _ => {
-                    if let Some(&p) = state.producer.get(&node.id)
-                        && !inputs.contains(&p)
-                    {
-                        inputs.push(p);
-                    }
-                }
-            }
-        }
+        let recorded = record_op(op, index, &mut state.producer);
         state.index_of.insert(format!("{op:?}"), index);
-        state.step.ops.push(RecordedOp { sig: OpSignature::of(op), inputs });
+        state.step.ops.push(recorded);
     }
 
     fn block_starts(&self, block: BlockOperations<'_>) {
