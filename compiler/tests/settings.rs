@@ -82,3 +82,24 @@ fn a_trace_at_a_beam_width_gives_cut_points_of_that_partition_and_its_plans_carr
     let with_cut = probe(&dir, "w1-cut", cut.to_str().unwrap(), &["--burn-first", "3"], &[]);
     assert_ne!(with_cut.fingerprint, plain.fingerprint, "a cut at live cut point {first} of the width-1 partition takes effect");
 }
+
+#[test]
+fn tune_races_cuts_over_a_beam_widths_own_partition() {
+    let dir = scratch("settings-tune-width");
+    let plan = dir.join("plan.ron");
+    let mut args = vec!["tune"];
+    args.extend(SMALL);
+    args.extend(["--regime", "forward", "--device", "lavapipe", "--budget", "2", "--rounds", "3", "--no-fusion-off"]);
+    args.extend(["--max-blocks", "1", "--cuts-per-width", "2", "-o", plan.to_str().unwrap()]);
+    let out = ok(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("trace at beam width 1"), "{stderr}");
+    let results: blaze_compiler::tune::TuneResult = ron::from_str(&std::fs::read_to_string(dir.join("plan.results.ron")).unwrap()).unwrap();
+    let texts: Vec<&str> = results.timed.iter().map(|t| t.cuts.as_str()).collect();
+    assert!(texts.iter().any(|t| t.ends_with(": blocks=1")), "the width alone races: {texts:?}");
+    let on_width: Vec<&&str> = texts.iter().filter(|t| t.contains("blocks=1 b")).collect();
+    assert!(!on_width.is_empty(), "cut plans over the width-1 partition race: {texts:?}");
+    let report = std::fs::read_to_string(dir.join("plan.report.md")).unwrap();
+    assert!(on_width.iter().all(|t| report.contains(**t)), "the report lists them: {report}");
+    blaze_ir::PlanFile::parse(&std::fs::read_to_string(&plan).unwrap()).expect("a valid plan is written");
+}
