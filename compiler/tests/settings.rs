@@ -90,7 +90,7 @@ fn tune_races_cuts_over_a_beam_widths_own_partition() {
     let mut args = vec!["tune"];
     args.extend(SMALL);
     args.extend(["--regime", "forward", "--device", "lavapipe", "--budget", "2", "--rounds", "3", "--no-fusion-off"]);
-    args.extend(["--max-blocks", "1", "--cuts-per-width", "2", "-o", plan.to_str().unwrap()]);
+    args.extend(["--max-blocks", "1", "--cuts-per-width", "2", "-v", "-o", plan.to_str().unwrap()]);
     let out = ok(&args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("trace at beam width 1"), "{stderr}");
