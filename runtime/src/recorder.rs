@@ -72,9 +72,11 @@ impl RecordingGuard {
     }
 }
 
-/// `op` as the `index`-th operation of a window: its signature and the window operations it
-/// reads (`producer`: which window operation wrote each tensor so far; updated here).
-pub(crate) fn record_op(op: &OperationIr, index: u32, producer: &mut HashMap<TensorId, u32>) -> RecordedOp {
+/// The recorded operations `op` reads, in node order without repeats, given `producer` (which
+/// recorded operation wrote each tensor so far); records `op` as the writer of its outputs
+/// under `index`. Shared by the step recorder (window indices) and the op-stream watch
+/// (sequence numbers since load).
+pub(crate) fn reads_of<I: Copy + PartialEq>(op: &OperationIr, index: I, producer: &mut HashMap<TensorId, I>) -> Vec<I> {
     let mut inputs = Vec::new();
     for node in op.nodes() {
         match node.status {
@@ -90,16 +92,16 @@ pub(crate) fn record_op(op: &OperationIr, index: u32, producer: &mut HashMap<Ten
             }
         }
     }
-    RecordedOp { sig: OpSignature::of(op), inputs }
+    inputs
 }
 
 impl FusionObserver for StepRecorder {
     fn registered(&self, op: &OperationIr) {
         let mut state = self.lock();
         let index = state.step.ops.len() as u32;
-        let recorded = record_op(op, index, &mut state.producer);
+        let inputs = reads_of(op, index, &mut state.producer);
         state.index_of.insert(format!("{op:?}"), index);
-        state.step.ops.push(recorded);
+        state.step.ops.push(RecordedOp { sig: OpSignature::of(op), inputs });
     }
 
     fn block_starts(&self, block: BlockOperations<'_>) {

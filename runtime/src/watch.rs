@@ -192,21 +192,7 @@ impl FusionObserver for OpStreamWatch {
             w.starts.push_back(next);
         }
         let seq = w.next_seq();
-        let mut reads = Vec::new();
-        for node in op.nodes() {
-            match node.status {
-                burn_ir::TensorStatus::NotInit => {
-                    w.producer.insert(node.id, seq);
-                }
-                _ => {
-                    if let Some(&p) = w.producer.get(&node.id)
-                        && !reads.contains(&p)
-                    {
-                        reads.push(p);
-                    }
-                }
-            }
-        }
+        let reads = crate::recorder::reads_of(op, seq, &mut w.producer);
         w.ops.push_back(Seen { sig: OpSignature::of(op), reads });
         w.trim(self.ops_per_step);
         w.busy += start.elapsed();
