@@ -110,6 +110,11 @@ impl Settings {
         *self == Settings::default()
     }
 
+    /// Burn's search at beam width `max_blocks` (`None`: Burn's configured one), nothing else.
+    pub fn beam_width(max_blocks: Option<u32>) -> Self {
+        Self { max_blocks, max_tasks: None }
+    }
+
     /// Text form: `burn` for none, else `blocks=2 tasks=16` (the parts that are set).
     pub fn to_text(&self) -> String {
         let mut parts = Vec::new();

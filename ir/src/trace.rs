@@ -112,7 +112,7 @@ impl Trace {
         let mut plan = crate::plan::PlanFile::burn_default(self.contract(), self.cut_points());
         plan.cuts = cuts;
         // Cuts refine the partition this trace was made under: the plan carries its width.
-        plan.with_settings(crate::plan::Settings { max_blocks: self.max_blocks, max_tasks: None })
+        plan.with_settings(crate::plan::Settings::beam_width(self.max_blocks))
     }
 
     /// Live cut points.

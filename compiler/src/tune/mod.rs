@@ -267,7 +267,7 @@ pub fn tune(factory: &dyn ModelFactory, opts: &TuneOptions, progress: &mut dyn F
 fn cuts_on_width(factory: &dyn ModelFactory, opts: &TuneOptions, width: u32, cands: &mut Vec<Candidate>) -> anyhow::Result<Vec<usize>> {
     let traced = trace(factory, &TraceOptions { regime: opts.regime, warmup: opts.warmup, max_blocks: Some(width) })?;
     let (requested, canon) = candidates(&traced, opts.cuts_per_width + 1, opts.seed ^ u64::from(width));
-    let settings = blaze_ir::plan::Settings { max_blocks: Some(width), max_tasks: None };
+    let settings = blaze_ir::plan::Settings::beam_width(Some(width));
     let chosen: Vec<usize> = canon.representatives().into_iter().filter(|&i| !requested[i].cuts.is_empty()).take(opts.cuts_per_width).collect();
     let first = cands.len();
     cands.extend(chosen.iter().enumerate().map(|(k, &i)| Candidate::with_settings(first + k, requested[i].cuts.clone(), settings)));
@@ -276,7 +276,7 @@ fn cuts_on_width(factory: &dyn ModelFactory, opts: &TuneOptions, width: u32, can
 
 /// One candidate per beam width: Burn's search at that width, no cuts.
 pub fn settings_candidates(first_id: usize, widths: &[u32]) -> Vec<Candidate> {
-    let settings = |n: u32| blaze_ir::plan::Settings { max_blocks: Some(n), max_tasks: None };
+    let settings = |n: u32| blaze_ir::plan::Settings::beam_width(Some(n));
     widths.iter().enumerate().map(|(i, &n)| Candidate::with_settings(first_id + i, vec![], settings(n))).collect()
 }
 
