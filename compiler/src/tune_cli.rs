@@ -232,7 +232,7 @@ fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path
         cuts_per_width: args.cuts_per_width,
     };
     let mut progress = progress_printer("tune", args.verbose);
-    let result = tune(factory, &opts, &mut progress)?;
+    let result = tune(&journal::Beating(factory), &opts, &mut progress)?;
     if std::io::stderr().is_terminal() && !args.verbose {
         eprintln!();
     }

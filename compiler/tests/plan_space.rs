@@ -70,17 +70,17 @@ fn verify_gate_refuses_a_plan_whose_fused_kernels_compute_a_wrong_value() {
 fn tune_records_a_hanging_and_a_crashing_candidate_as_broken_and_goes_on() {
     let dir = scratch("tune-broken");
     let mut args = small_tune(&dir);
-    args.extend(["--hang-timeout", "10", "--inject-hang", "2", "--inject-panic", "3"].map(String::from));
+    args.extend(["--hang-timeout", "30", "--inject-hang", "2", "--inject-panic", "3"].map(String::from));
     let out = ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(stderr.contains("candidate c2 hung: no progress for 10 s; recorded as broken"), "{stderr}");
+    assert!(stderr.contains("candidate c2 hung: no progress for 30 s; recorded as broken"), "{stderr}");
     assert!(stderr.contains("candidate c3 crashed the worker"), "{stderr}");
     // Piped and without -v, a tune still says what it is doing (one line per kind of stage).
     assert!(stderr.lines().filter(|l| l.starts_with("[blazec tune")).count() >= 3, "{stderr}");
 
     let results: blaze_compiler::tune::TuneResult = ron::from_str(&std::fs::read_to_string(dir.join("plan.results.ron")).unwrap()).unwrap();
     let broken: Vec<usize> = results.broken.iter().map(|(id, _)| *id).collect();
-    assert_eq!(broken, vec![2, 3]);
+    assert_eq!(broken, vec![2, 3], "{stderr}");
     let timed: Vec<usize> = results.timed.iter().map(|t| t.id).collect();
     // The 4 requests c0..c3, then one settings candidate per default beam width (1, 2, 3, 8:
     // c4..c7; confirm drops any that executes another's partition), then fusion off (c8).

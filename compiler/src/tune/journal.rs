@@ -4,10 +4,13 @@
 //! A hang cannot be interrupted inside the process that hangs (the step blocks in the device or
 //! in Burn), so `blazec tune` runs the pipeline in a worker process (this same binary, with
 //! `BLAZE_TUNE_JOURNAL` set). The worker appends `install <id>` to the journal whenever it
-//! switches candidate. If the journal stops growing for longer than the hang limit while a
-//! candidate other than Burn's plan is installed, or the worker dies, the supervisor kills it,
+//! switches candidate, and every model step it runs touches the journal's modification time
+//! ([`beat`], through [`Beating`]). If the journal stands still (no install, no step) for longer
+//! than the hang limit while a candidate other than Burn's plan is installed, or the worker
+//! dies, the supervisor kills it,
 //! records that candidate as broken and starts a new worker that leaves it out
 //! (`BLAZE_TUNE_BROKEN`). Candidate ids are stable across workers: enumeration is seeded.
+use blaze_runtime::{Description, Model, ModelFactory, StepOutput};
 use std::io::Write;
 use std::path::Path;
 use std::sync::Mutex;
@@ -21,6 +24,9 @@ pub const BROKEN_ENV: &str = "BLAZE_TUNE_BROKEN";
 pub const FUSION_OFF_ENV: &str = "BLAZE_TUNE_FUSION_OFF";
 
 static JOURNAL: Mutex<Option<std::fs::File>> = Mutex::new(None);
+/// When [`beat`] last touched the journal; beats closer together than [`BEAT_EVERY`] are skipped.
+static LAST_BEAT: Mutex<Option<std::time::Instant>> = Mutex::new(None);
+const BEAT_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 static HANG_ON: AtomicUsize = AtomicUsize::new(usize::MAX);
 static PANIC_ON: AtomicUsize = AtomicUsize::new(usize::MAX);
 
@@ -46,6 +52,53 @@ pub fn installed(id: usize) {
         loop {
             std::thread::sleep(std::time::Duration::from_secs(3600));
         }
+    }
+}
+
+/// Records progress: a step finished. Sets the journal's modification time (the supervisor's
+/// idle clock) without growing the file; at most every [`BEAT_EVERY`], so a timed step pays one
+/// clock read. Without this, a phase that runs many steps under one candidate (a cold
+/// compilation of fusion off's unfused kernels on lavapipe) looked like a hang.
+pub fn beat() {
+    let mut last = LAST_BEAT.lock().unwrap_or_else(|e| e.into_inner());
+    let now = std::time::Instant::now();
+    if last.is_some_and(|t| now.duration_since(t) < BEAT_EVERY) {
+        return;
+    }
+    *last = Some(now);
+    if let Some(file) = JOURNAL.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        let _ = file.set_modified(std::time::SystemTime::now());
+    }
+}
+
+/// A model factory whose models call [`beat`] after every step.
+pub struct Beating<'a>(pub &'a dyn ModelFactory);
+
+struct BeatingModel(Box<dyn Model>);
+
+impl ModelFactory for Beating<'_> {
+    fn name(&self) -> String {
+        self.0.name()
+    }
+    fn summary(&self) -> String {
+        self.0.summary()
+    }
+    fn build(&self, regime: blaze_ir::plan::Regime) -> Result<Box<dyn Model>, String> {
+        Ok(Box::new(BeatingModel(self.0.build(regime)?)))
+    }
+}
+
+impl Model for BeatingModel {
+    fn describe(&self) -> Description {
+        self.0.describe()
+    }
+    fn step(&mut self, capture: bool) -> StepOutput {
+        let out = self.0.step(capture);
+        beat();
+        out
+    }
+    fn sync(&self) {
+        self.0.sync()
     }
 }
 
@@ -96,6 +149,27 @@ mod tests {
         assert_eq!(last_installed(&path), Some(2));
         std::fs::write(&path, "").unwrap();
         assert_eq!(last_installed(&path), None);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    /// A step's beat moves the journal's modification time (the supervisor's idle clock) and
+    /// leaves its text alone; a second beat within the interval does nothing.
+    #[test]
+    fn a_beat_refreshes_the_idle_clock_without_growing_the_journal() {
+        let path = std::env::temp_dir().join(format!("blaze-journal-beat-{}", std::process::id()));
+        std::fs::write(&path, "install 5\n").unwrap();
+        let file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        file.set_modified(old).unwrap();
+        *JOURNAL.lock().unwrap() = Some(file);
+        beat();
+        let touched = std::fs::metadata(&path).unwrap().modified().unwrap();
+        assert!(touched.duration_since(old).unwrap() > std::time::Duration::from_secs(3000));
+        JOURNAL.lock().unwrap().as_ref().unwrap().set_modified(old).unwrap();
+        beat();
+        assert_eq!(std::fs::metadata(&path).unwrap().modified().unwrap(), old, "beats are rate-limited");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "install 5\n");
+        *JOURNAL.lock().unwrap() = None;
         std::fs::remove_file(&path).unwrap();
     }
 }
