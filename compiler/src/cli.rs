@@ -99,6 +99,10 @@ enum Command {
         max_tasks: Option<u32>,
         #[arg(short, long)]
         output: PathBuf,
+        /// Also add the plan to this bundle (replacing the entry for the same device, Burn
+        /// version, model, regime and shapes; a new bundle when there is no file).
+        #[arg(long)]
+        bundle: Option<PathBuf>,
     },
     /// Enumerate candidate plans of a trace, collapse duplicates with the e-graph, confirm the
     /// survivors on the device, and report the counts (and false merges).
@@ -312,7 +316,7 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             println!("{}", tracing::summary(&trace));
             Ok(())
         }
-        Command::Plan { trace, cuts, every_live, max_blocks, max_tasks, output } => {
+        Command::Plan { trace, cuts, every_live, max_blocks, max_tasks, output, bundle } => {
             let trace = read_trace(&trace)?;
             let cuts = match every_live {
                 Some(k) => trace.live_cut_points().into_iter().step_by(k.max(1)).collect(),
@@ -324,6 +328,11 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             crate::run::write_atomic(&output, &plan.to_ron())?;
             let settings = if plan.settings.is_default() { String::new() } else { format!(", settings {}", plan.settings.to_text()) };
             println!("plan with {} cut(s) of {} cut points{settings} written to {}", plan.cuts.len(), plan.cut_points.len(), output.display());
+            if let Some(bundle) = bundle {
+                let key = blaze_ir::bundle::EntryKey::of(&plan.contract);
+                let replaced = crate::tune_cli::add_to_bundle(&bundle, plan)?;
+                println!("bundle {}: {} the entry for {key}", bundle.display(), if replaced { "replaced" } else { "added" });
+            }
             Ok(())
         }
         Command::Space { trace, budget, seed, check_egraph, dry_run, output } => {

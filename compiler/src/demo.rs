@@ -50,7 +50,7 @@ pub fn demo(resolve: &Resolver, args: &DemoArgs) -> anyhow::Result<()> {
     let mut cut = factory.build(Regime::Training).map_err(anyhow::Error::msg)?;
     let loaded = load_plan(&plan_path, &contract_of(cut.as_ref(), ""));
     // The same number of settling steps as Burn's run, so both see the same batches.
-    let planned = run_loaded(cut.as_mut(), Some(&loaded), 2, Settle::Steps(default.settle_steps), args.steps);
+    let planned = run_loaded(cut.as_mut(), Some(crate::run::Loaded::Plan(&loaded)), 2, Settle::Steps(default.settle_steps), args.steps);
 
     write_atomic(&args.out.join("burn-default.ron"), &crate::run::to_ron(&default))?;
     write_atomic(&args.out.join("hand-cuts.ron"), &crate::run::to_ron(&planned))?;

@@ -17,6 +17,7 @@ pub mod cli;
 pub mod confirm;
 pub mod enumerate;
 pub mod greedy;
+pub mod live;
 pub mod orphan;
 pub mod profile;
 pub mod race_check;

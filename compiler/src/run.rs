@@ -3,7 +3,7 @@ use crate::cli::{ModelArgs, Resolver, resolve_model};
 use crate::session::{Settle, record_step, timed_step};
 use blaze_ir::{Contract, ExecutedPartition, trace::op_stream_fingerprint};
 use blaze_runtime::watch::OpStreamCheck;
-use blaze_runtime::{LoadOutcome, Model, load_plan};
+use blaze_runtime::{BundleHandle, LoadOutcome, Model, load_bundle, load_plan};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -15,6 +15,11 @@ pub struct RunArgs {
     /// Plan file to load at start-up (Burn's own plan when absent or unusable).
     #[arg(long)]
     pub plan: Option<PathBuf>,
+    /// Bundle (or plan file) to start from with the one-call start-up a user program makes
+    /// (`blaze_burn::init`): the entry made for this device whose op stream the run matches is
+    /// installed after the first step; nothing about the run is declared.
+    #[arg(long, conflicts_with = "plan")]
+    pub bundle: Option<PathBuf>,
     /// Untimed steps first.
     #[arg(long, default_value_t = 2)]
     pub warmup: u32,
@@ -67,12 +72,18 @@ pub struct RunReport {
 pub fn run(resolve: &Resolver, args: &RunArgs) -> anyhow::Result<()> {
     let factory = resolve_model(resolve, &args.model)?;
     let mut model = factory.build(args.model.regime).map_err(anyhow::Error::msg)?;
-    let loaded = args.plan.as_ref().map(|p| load_plan(p, &contract_of(model.as_ref(), "")));
+    let planned = args.plan.as_ref().map(|p| load_plan(p, &contract_of(model.as_ref(), "")));
+    let bundled = args.bundle.as_ref().map(|p| load_bundle(p, &model.describe().device));
+    let loaded = match (&planned, &bundled) {
+        (Some(p), _) => Some(Loaded::Plan(p)),
+        (_, Some(b)) => Some(Loaded::Bundle(b)),
+        _ => None,
+    };
     let settle = match args.settle_steps {
         Some(n) => Settle::Steps(n),
         None => Settle::For(std::time::Duration::from_millis(args.settle_ms)),
     };
-    let report = run_loaded(model.as_mut(), loaded.as_ref(), args.warmup, settle, args.steps);
+    let report = run_loaded(model.as_mut(), loaded, args.warmup, settle, args.steps);
     println!("plan: {}", report.plan);
     if let (Some(load), Some(check)) = (report.plan_load_ms, report.op_stream_check_ms) {
         println!("plan load {load:.3} ms; automatic op-stream check {check:.3} ms");
@@ -101,22 +112,58 @@ pub fn contract_of(model: &dyn Model, op_stream: &str) -> Contract {
     }
 }
 
+/// What a run started from: a plan loaded for a declared contract, or a bundle handed to the
+/// one-call start-up.
+#[derive(Clone, Copy)]
+pub enum Loaded<'a> {
+    Plan(&'a LoadOutcome),
+    Bundle(&'a BundleHandle),
+}
+
+impl Loaded<'_> {
+    fn policy(&self) -> Option<std::sync::Arc<blaze_runtime::CutSet>> {
+        match self {
+            Loaded::Plan(LoadOutcome::Applied(h)) => Some(h.policy.clone()),
+            Loaded::Plan(_) => None,
+            Loaded::Bundle(b) => b.policy(),
+        }
+    }
+
+    /// `applied`, `fallback: <reason>`, ... as the run report says it, after the steps.
+    fn state(&self) -> String {
+        match self {
+            Loaded::Plan(LoadOutcome::Fallback(e)) => format!("fallback: {e}"),
+            Loaded::Plan(LoadOutcome::Applied(h)) => match h.op_stream_check() {
+                OpStreamCheck::Confirmed => "applied".into(),
+                OpStreamCheck::Withdrawn(e) => format!("fallback: {e}"),
+                OpStreamCheck::Pending | OpStreamCheck::Unconfirmed => "applied (op stream not confirmed)".into(),
+            },
+            Loaded::Bundle(b) => match (&b.fallback, b.installed()) {
+                (Some(e), _) => format!("fallback: {e}"),
+                (None, Some(entry)) => format!("applied (bundle entry {})", blaze_ir::bundle::EntryKey::of(&entry.contract)),
+                (None, None) => format!("none installed: {}", b.events().last().map_or("no step-sized window yet", String::as_str)),
+            },
+        }
+    }
+
+    fn costs(&self) -> Option<(f64, f64)> {
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        match self {
+            Loaded::Plan(LoadOutcome::Applied(h)) => Some((ms(h.load_time), ms(h.watch_time()))),
+            Loaded::Plan(_) => None,
+            Loaded::Bundle(b) => Some((ms(b.load_time), ms(b.watch_time()))),
+        }
+    }
+}
+
 /// Warm-up, the op-stream check of a loaded plan, timed steps and one recorded step.
-pub fn run_loaded(model: &mut dyn Model, loaded: Option<&LoadOutcome>, warmup: u32, settle: Settle, steps: u32) -> RunReport {
+pub fn run_loaded(model: &mut dyn Model, loaded: Option<Loaded>, warmup: u32, settle: Settle, steps: u32) -> RunReport {
     let mut losses = Vec::new();
-    let mut plan = match loaded {
-        None => "none".to_string(),
-        Some(LoadOutcome::Applied(_)) => "applied".into(),
-        Some(LoadOutcome::Fallback(e)) => format!("fallback: {e}"),
-    };
     losses.extend(crate::session::settle(model, Settle::Steps(warmup as usize)));
     let (first, out) = record_step(model, false);
     losses.push(out.loss);
     let op_stream = op_stream_fingerprint(&first.traced_ops());
-    let calls = || match loaded {
-        Some(LoadOutcome::Applied(h)) => h.policy.calls(),
-        _ => 0,
-    };
+    let calls = || loaded.and_then(|l| l.policy()).map_or(0, |p| p.calls());
     let settled = crate::session::settle(model, settle);
     let settle_steps = settled.len();
     losses.extend(settled);
@@ -129,18 +176,9 @@ pub fn run_loaded(model: &mut dyn Model, loaded: Option<&LoadOutcome>, warmup: u
     }
     let (last, out) = record_step(model, true);
     losses.push(out.loss);
-    // The runtime confirmed the op stream by itself (at the first step-sized window).
-    let handle = match loaded {
-        Some(LoadOutcome::Applied(h)) => Some(h),
-        _ => None,
-    };
-    if let Some(h) = handle {
-        plan = match h.op_stream_check() {
-            OpStreamCheck::Confirmed => "applied".into(),
-            OpStreamCheck::Withdrawn(e) => format!("fallback: {e}"),
-            OpStreamCheck::Pending | OpStreamCheck::Unconfirmed => "applied (op stream not confirmed)".into(),
-        };
-    }
+    // The runtime confirmed (or selected) by itself, at the first step-sized window.
+    let plan = loaded.map_or("none".to_string(), |l| l.state());
+    let costs = loaded.and_then(|l| l.costs());
     RunReport {
         model: model.describe().name,
         regime: model.describe().regime.to_string(),
@@ -153,9 +191,9 @@ pub fn run_loaded(model: &mut dyn Model, loaded: Option<&LoadOutcome>, warmup: u
         op_stream,
         logits: out.logits,
         classes: out.classes,
-        hook_calls_after_warmup: calls() - calls_before,
-        plan_load_ms: handle.map(|h| h.load_time.as_secs_f64() * 1e3),
-        op_stream_check_ms: handle.map(|h| h.watch_time().as_secs_f64() * 1e3),
+        hook_calls_after_warmup: calls().saturating_sub(calls_before),
+        plan_load_ms: costs.map(|c| c.0),
+        op_stream_check_ms: costs.map(|c| c.1),
     }
 }
 

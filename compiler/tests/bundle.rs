@@ -42,3 +42,30 @@ fn check_says_which_entries_fit_this_machine_and_exits_accordingly() {
     assert_eq!(code, Some(1), "{table}");
     assert!(table.contains("no: plan was made for op stream `0123456789abcdef`"), "{table}");
 }
+
+/// Issue 13, built-in run path: `run --bundle` starts as a user program does (one call, nothing
+/// declared); the entry of the run's regime is installed after its first step and the last step
+/// executes exactly the partition of `run --plan` with that entry's plan file.
+#[test]
+fn run_with_a_bundle_installs_the_entry_whose_op_stream_it_runs() {
+    let dir = scratch("run-bundle");
+    let bundle = dir.join("model.blaze");
+    for regime in ["training", "forward"] {
+        let (trace_path, _) = trace(regime);
+        let plan = dir.join(format!("{regime}.ron"));
+        ok(&["plan", "--trace", trace_path.to_str().unwrap(), "--every-live", "3", "-o", plan.to_str().unwrap(), "--bundle", bundle.to_str().unwrap()]);
+        let (planned, _) = run(regime, Some(&plan), &format!("bundle-plan-{regime}"));
+        assert_ne!(planned.partition.fingerprint(), burn_default(regime).partition.fingerprint(), "{regime}: the plan changes the partition");
+
+        let report = dir.join(format!("{regime}.report.ron"));
+        let mut args = vec!["run"];
+        args.extend(SMALL);
+        args.extend(["--regime", regime, "--steps", "1", "--settle-ms", "0", "--bundle", bundle.to_str().unwrap(), "--report", report.to_str().unwrap()]);
+        let out = ok(&args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let bundled = read_report(&report);
+        assert!(bundled.plan.starts_with(&format!("applied (bundle entry attention-d257-b2s32 {regime} [")), "{stdout}");
+        assert_eq!(bundled.partition.fingerprint(), planned.partition.fingerprint(), "{regime}: {stdout}");
+        assert!(stdout.contains("plan load ") && bundled.plan_load_ms.is_some(), "{stdout}");
+    }
+}

@@ -3,6 +3,9 @@
 //! * [`load_plan`]: one call at start-up. Reads, validates and installs a plan; on any problem
 //!   it leaves Burn's own plan in force and prints exactly one warning naming the reason. It
 //!   never panics because of a plan.
+//! * [`load_bundle`]: one call at start-up for a bundle: the entries made for this device are
+//!   handed to the op-stream watch, which installs the one the program runs (and the other
+//!   after a switch from training to evaluation). Never panics; one warning when nothing fits.
 //! * [`CutSet`]: the cut policy installed into `burn_fusion::cut`; records which operations
 //!   Burn explored (the live ones).
 //! * [`settings`]: a plan's fusion-search and submission settings (plan version 2), applied at
@@ -16,6 +19,7 @@
 //! Invariant: nothing here runs tensor operations or touches a device; it only configures the
 //! fuser and listens to it.
 mod block_timer;
+mod init;
 pub mod fault;
 mod load;
 pub mod model;
@@ -25,6 +29,7 @@ pub mod settings;
 pub mod watch;
 
 pub use model::{Description, Model, ModelFactory, StepOutput};
+pub use init::{BundleHandle, load_bundle};
 pub use load::{LoadOutcome, PlanHandle, fallback_warning, load_plan, load_plan_text};
 pub use policy::{CutSet, EXPLORE_PROBE_KEY, UNFUSED_KEY, Unfused, activate, activate_burn_default, activate_with, activate_explore_probe, activate_explore_probe_with, activate_unfused};
 pub use block_timer::{BlockTimer, BlockTimerGuard};

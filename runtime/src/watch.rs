@@ -1,28 +1,37 @@
-//! Confirms an installed plan's op stream by itself (no call for the user to forget): after
-//! `load_plan` installs a plan, this observer records the operations registered from then on
-//! and, at every sync, fingerprints each run of whole sync-to-sync windows ending there that
-//! holds exactly the plan's `ops_per_step` operations, as the tracer fingerprints a step. (A
-//! step's operations can reach the observer split over two windows, so any aligned run
-//! counts, not only a single window.) One match confirms the plan. No match once the runs'
-//! fingerprints repeat (every alignment of the step's syncs has been judged), or after
-//! [`CANDIDATES`] runs, withdraws it (Burn's own plan from the next sync) with one warning; no
-//! step-sized run within [`MAX_WINDOWS`] windows leaves the plan installed, with one warning
-//! that it could not be confirmed. After the decision each registered operation costs one
-//! relaxed load.
+//! Recognises a plan's op stream by itself (no call for the user to forget). The observer
+//! records the operations registered from its start and, at every sync, fingerprints each run
+//! of whole sync-to-sync windows ending there whose length is one of the expected entries'
+//! `ops_per_step`, as the tracer fingerprints a step. (A step's operations can reach the
+//! observer split over two windows, so any aligned run counts, not only a single window.)
+//!
+//! Two modes:
+//! * [`Mode::Confirm`] (`load_plan`): the one entry is installed from the start. One match
+//!   confirms it. No match once the runs' fingerprints repeat (every alignment of the step's
+//!   syncs has been judged), or after [`CANDIDATES`] runs, withdraws it (Burn's own plan from
+//!   the next sync) with one warning; no step-sized run within [`MAX_WINDOWS`] windows leaves
+//!   it installed, with one warning that it could not be confirmed. After the decision each
+//!   registered operation costs one relaxed load.
+//! * [`Mode::Select`] (`init`): several entries (training and forward, other shapes), none
+//!   installed until a run matches one; that one is installed from the next sync. It then keeps
+//!   counting operations per window (one relaxed load and a counter per operation); a window
+//!   whose length the settled program never produced (a switch from training to evaluation, a
+//!   new batch size) reopens the judgement, so the other entry, or Burn's plan, takes over.
 use blaze_ir::{PlanError, signature::OpSignature, trace::TracedOp};
 use burn_fusion::observer::{BlockOperations, FusionObservation, FusionObserver};
 use burn_ir::{OperationIr, TensorId};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-/// Windows (sync to sync) looked at before giving up on confirming.
+/// Windows (sync to sync) looked at before giving up on a judgement.
 pub const MAX_WINDOWS: u32 = 64;
-/// Step-sized runs of windows that must all differ before the plan is withdrawn.
+/// Step-sized runs of windows that must all differ before a judgement says "no match".
 pub const CANDIDATES: u32 = 8;
+/// Judgements a selecting watch reopens at most (a program whose syncs never settle).
+pub const MAX_REOPENS: u32 = 32;
 
-/// What became of the op-stream check.
+/// What became of the op-stream check of an installed plan ([`Mode::Confirm`]).
 #[derive(Clone, Debug, PartialEq)]
 pub enum OpStreamCheck {
     /// No window of the plan's size has ended yet.
@@ -33,6 +42,31 @@ pub enum OpStreamCheck {
     Withdrawn(PlanError),
     /// No window of the plan's size within `MAX_WINDOWS`: the plan stays, unconfirmed.
     Unconfirmed,
+}
+
+/// An op stream the watch can recognise: one plan's contract.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expected {
+    pub fingerprint: String,
+    pub ops_per_step: usize,
+}
+
+/// What a watch does with its judgement; see the module docs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Mode {
+    Confirm,
+    Select,
+}
+
+/// Installs entry `i` (`Some(i)`) or Burn's own plan (`None`); called from the observer.
+pub type Installer = Box<dyn Fn(Option<usize>) + Send + Sync>;
+
+/// One judgement's result.
+#[derive(Clone, Debug, PartialEq)]
+enum Judgement {
+    Match(usize),
+    NoMatch(PlanError),
+    GaveUp,
 }
 
 /// One recorded operation: its signature and the sequence numbers of the recorded operations
@@ -47,20 +81,22 @@ struct Window {
     /// Sync count when the current window began.
     sync: u64,
     /// Recorded operations, oldest first; `first` is the sequence number of `ops[0]`.
-    ops: std::collections::VecDeque<Seen>,
+    ops: VecDeque<Seen>,
     first: u64,
     producer: HashMap<TensorId, u64>,
     /// Sequence numbers where windows began (the current one last).
-    starts: std::collections::VecDeque<u64>,
+    starts: VecDeque<u64>,
     windows: u32,
     candidates: u32,
     /// Fingerprints of the step-sized runs judged so far.
-    observed: std::collections::BTreeSet<String>,
-    /// Time spent in this observer (its whole cost to the program).
-    busy: Duration,
+    observed: BTreeSet<String>,
 }
 
 impl Window {
+    fn starting_at(sync: u64) -> Self {
+        Window { sync, starts: [0].into(), ..Window::default() }
+    }
+
     fn next_seq(&self) -> u64 {
         self.first + self.ops.len() as u64
     }
@@ -87,14 +123,48 @@ impl Window {
             self.starts.pop_front();
         }
     }
+
+    /// Lengths of the whole windows still held, the one that just ended included (the
+    /// program's steady sync pattern once a judgement is made).
+    fn lengths(&self) -> BTreeSet<u64> {
+        let ends = self.starts.iter().skip(1).copied().chain([self.next_seq()]);
+        self.starts.iter().zip(ends).map(|(a, b)| b - a).filter(|&n| n > 0).collect()
+    }
+}
+
+/// After a selecting watch's judgement: the window lengths of the settled program.
+struct Settled {
+    lengths: BTreeSet<u64>,
+    sync: u64,
+    count: u64,
+}
+
+enum Phase {
+    Judging(Window),
+    Settled(Settled),
+}
+
+struct State {
+    phase: Phase,
+    /// The entry installed now (None: Burn's own plan).
+    installed: Option<usize>,
+    reopens: u32,
+    /// Time spent in this observer (its whole cost to the program).
+    busy: Duration,
+    /// What the watch decided, one line per decision, in order.
+    events: Vec<String>,
+    /// Warnings already printed (a program alternating between two unmatched streams warns once).
+    warned: BTreeSet<String>,
 }
 
 /// The observer; see the module docs.
 pub struct OpStreamWatch {
-    expected: String,
-    ops_per_step: usize,
+    expected: Vec<Expected>,
+    longest: usize,
+    mode: Mode,
+    install: Installer,
     done: AtomicBool,
-    window: Mutex<Window>,
+    state: Mutex<State>,
     outcome: OnceLock<OpStreamCheck>,
 }
 
@@ -106,70 +176,162 @@ pub struct WatchGuard {
 
 impl std::fmt::Debug for WatchGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "WatchGuard({:?})", self.watch.check())
+        write!(f, "WatchGuard({:?}, installed {:?})", self.watch.check(), self.watch.installed())
     }
 }
 
 impl OpStreamWatch {
-    /// Starts watching for a step of `ops_per_step` operations with fingerprint `expected`.
+    /// Starts confirming an installed plan whose step has `ops_per_step` operations with
+    /// fingerprint `expected`.
     pub fn start(expected: &str, ops_per_step: u64) -> WatchGuard {
-        let watch = Arc::new(OpStreamWatch {
-            expected: expected.to_string(),
-            ops_per_step: ops_per_step as usize,
-            done: AtomicBool::new(false),
-            window: Mutex::new(Window { sync: burn_fusion::cut::syncs(), starts: [0].into(), ..Window::default() }),
-            outcome: OnceLock::new(),
-        });
+        let entry = Expected { fingerprint: expected.to_string(), ops_per_step: ops_per_step as usize };
+        Self::start_with(vec![entry], Mode::Confirm, Box::new(|_| {}))
+    }
+
+    /// Starts a watch over `expected` entries; `install` is called on every change of the
+    /// installed entry. In [`Mode::Confirm`] entry 0 is taken to be installed already.
+    pub fn start_with(expected: Vec<Expected>, mode: Mode, install: Installer) -> WatchGuard {
+        let longest = expected.iter().map(|e| e.ops_per_step).max().unwrap_or(0);
+        let state = State {
+            phase: Phase::Judging(Window::starting_at(burn_fusion::cut::syncs())),
+            installed: (mode == Mode::Confirm).then_some(0),
+            reopens: 0,
+            busy: Duration::ZERO,
+            events: Vec::new(),
+            warned: BTreeSet::new(),
+        };
+        let watch = Arc::new(OpStreamWatch { expected, longest, mode, install, done: AtomicBool::new(false), state: Mutex::new(state), outcome: OnceLock::new() });
         let observation = FusionObservation::new(watch.clone());
         WatchGuard { watch, _observation: observation }
     }
 
+    /// The confirmation of an installed plan ([`Mode::Confirm`]); a selecting watch reports
+    /// `Confirmed` once it has installed an entry.
     pub fn check(&self) -> OpStreamCheck {
         self.outcome.get().cloned().unwrap_or(OpStreamCheck::Pending)
     }
 
+    /// The entry installed now (None: Burn's own plan).
+    pub fn installed(&self) -> Option<usize> {
+        self.lock().installed
+    }
+
+    /// Every decision so far, one line each.
+    pub fn events(&self) -> Vec<String> {
+        self.lock().events.clone()
+    }
+
     /// Time this observer has spent so far (the confirmation's cost to the program).
     pub fn busy(&self) -> Duration {
-        self.window.lock().unwrap_or_else(|e| e.into_inner()).busy
+        self.lock().busy
     }
 
-    fn decide(&self, outcome: OpStreamCheck) {
-        match &outcome {
-            OpStreamCheck::Withdrawn(err) => {
-                burn_fusion::cut::install(None, 0);
-                eprintln!("{}", crate::load::fallback_warning(err));
-            }
-            OpStreamCheck::Unconfirmed => eprintln!(
-                "warning: blaze: no window between two syncs held the plan's {} operations in the first {MAX_WINDOWS}; the plan stays installed but its op stream is not confirmed (does the program sync once per step?)",
-                self.ops_per_step
-            ),
-            _ => {}
-        }
-        let _ = self.outcome.set(outcome);
-        self.done.store(true, Ordering::Release);
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A window ended at `w.next_seq()`: judge the step-sized run of whole windows ending
-    /// here, if there is one.
-    fn window_ended(&self, w: &mut Window) -> Option<OpStreamCheck> {
+    /// A window ended at `w.next_seq()`: judge the step-sized runs of whole windows ending
+    /// here, if there are any.
+    fn window_ended(&self, w: &mut Window) -> Option<Judgement> {
         w.windows += 1;
         let end = w.next_seq();
-        let start = end.checked_sub(self.ops_per_step as u64);
-        if let Some(start) = start.filter(|s| w.starts.contains(s) && *s >= w.first) {
+        let lengths: BTreeSet<usize> = self.expected.iter().map(|e| e.ops_per_step).collect();
+        for len in lengths {
+            let Some(start) = end.checked_sub(len as u64).filter(|s| w.starts.contains(s) && *s >= w.first) else { continue };
             w.candidates += 1;
             let observed = blaze_ir::trace::op_stream_fingerprint(&w.traced(start, end));
-            if observed == self.expected {
-                return Some(OpStreamCheck::Confirmed);
+            if let Some(i) = self.expected.iter().position(|e| e.ops_per_step == len && e.fingerprint == observed) {
+                return Some(Judgement::Match(i));
             }
             // A fingerprint seen before means the alignments have come round once (the syncs
-            // repeat every step), so the step's own run was among those judged: withdraw.
+            // repeat every step), so the step's own run was among those judged.
             let repeated = !w.observed.insert(observed);
             if repeated || w.candidates >= CANDIDATES {
+                let planned = self.expected.iter().map(|e| e.fingerprint.clone()).collect::<Vec<_>>().join("` or `");
                 let actual = w.observed.iter().cloned().collect::<Vec<_>>().join("` or `");
-                return Some(OpStreamCheck::Withdrawn(PlanError::Mismatch { field: "op stream", planned: self.expected.clone(), actual }));
+                return Some(Judgement::NoMatch(PlanError::Mismatch { field: "op stream", planned, actual }));
             }
         }
-        (w.windows >= MAX_WINDOWS).then_some(OpStreamCheck::Unconfirmed)
+        (w.windows >= MAX_WINDOWS).then_some(Judgement::GaveUp)
+    }
+
+    /// Acts on a judgement: installs, withdraws, warns, and settles or stops watching.
+    fn decide(&self, s: &mut State, judgement: Judgement, lengths: BTreeSet<u64>) {
+        let outcome = match (&judgement, self.mode) {
+            (Judgement::Match(_), _) => OpStreamCheck::Confirmed,
+            (Judgement::NoMatch(err), _) => OpStreamCheck::Withdrawn(err.clone()),
+            (Judgement::GaveUp, _) => OpStreamCheck::Unconfirmed,
+        };
+        match judgement {
+            Judgement::Match(i) if s.installed != Some(i) => {
+                (self.install)(Some(i));
+                s.installed = Some(i);
+                s.events.push(format!("entry {i} matches the op stream: installed"));
+            }
+            Judgement::Match(i) => s.events.push(format!("entry {i} matches the op stream")),
+            Judgement::NoMatch(err) => {
+                if s.installed.take().is_some() {
+                    burn_fusion::cut::install(None, 0);
+                    (self.install)(None);
+                }
+                s.events.push(format!("no entry matches: {err}"));
+                self.warn_once(s, crate::load::fallback_warning(&err));
+            }
+            Judgement::GaveUp => {
+                s.events.push("no step-sized window to judge".into());
+                let what = match self.mode {
+                    Mode::Confirm => "the plan stays installed but its op stream is not confirmed",
+                    Mode::Select => "no entry is installed",
+                };
+                let ops = self.expected.iter().map(|e| e.ops_per_step.to_string()).collect::<Vec<_>>().join(" or ");
+                self.warn_once(s, format!("warning: blaze: no window between two syncs held the plan's {ops} operations in the first {MAX_WINDOWS}; {what} (does the program sync once per step?)"));
+            }
+        }
+        let _ = self.outcome.set(outcome);
+        match self.mode {
+            Mode::Confirm => self.done.store(true, Ordering::Release),
+            // The operation being registered began the window after the judged ones: count it.
+            Mode::Select => s.phase = Phase::Settled(Settled { lengths, sync: burn_fusion::cut::syncs(), count: 1 }),
+        }
+    }
+
+    fn warn_once(&self, s: &mut State, line: String) {
+        if s.warned.insert(line.clone()) {
+            eprintln!("{line}");
+        }
+    }
+
+    /// One operation while judging; the judgement, if this operation began a new window and
+    /// the windows so far decide it.
+    fn record(&self, w: &mut Window, op: &OperationIr) -> Option<Judgement> {
+        let sync = burn_fusion::cut::syncs();
+        if sync != w.sync {
+            if let Some(judgement) = self.window_ended(w) {
+                return Some(judgement);
+            }
+            w.sync = sync;
+            let next = w.next_seq();
+            w.starts.push_back(next);
+        }
+        let seq = w.next_seq();
+        let reads = crate::recorder::reads_of(op, seq, &mut w.producer);
+        w.ops.push_back(Seen { sig: OpSignature::of(op), reads });
+        w.trim(self.longest);
+        None
+    }
+
+    /// One operation once settled: true when it ended a window of a length the settled
+    /// program never produced.
+    fn settled_op(settled: &mut Settled) -> bool {
+        let sync = burn_fusion::cut::syncs();
+        let mut changed = false;
+        if sync != settled.sync {
+            changed = !settled.lengths.is_empty() && !settled.lengths.contains(&settled.count);
+            settled.sync = sync;
+            settled.count = 0;
+        }
+        settled.count += 1;
+        changed
     }
 }
 
@@ -179,23 +341,31 @@ impl FusionObserver for OpStreamWatch {
             return;
         }
         let start = Instant::now();
-        let mut w = self.window.lock().unwrap_or_else(|e| e.into_inner());
-        let sync = burn_fusion::cut::syncs();
-        if sync != w.sync {
-            if let Some(outcome) = self.window_ended(&mut w) {
-                w.busy += start.elapsed();
-                drop(w);
-                return self.decide(outcome);
+        let mut guard = self.lock();
+        let s = &mut *guard;
+        match &mut s.phase {
+            Phase::Judging(w) => {
+                if let Some(judgement) = self.record(w, op) {
+                    let lengths = w.lengths();
+                    self.decide(s, judgement, lengths);
+                }
             }
-            w.sync = sync;
-            let next = w.next_seq();
-            w.starts.push_back(next);
+            Phase::Settled(settled) => {
+                if Self::settled_op(settled) {
+                    s.reopens += 1;
+                    if s.reopens > MAX_REOPENS {
+                        s.events.push(format!("the program's syncs did not settle after {MAX_REOPENS} judgements: stopped watching"));
+                        self.done.store(true, Ordering::Release);
+                    } else {
+                        s.events.push("the program's sync pattern changed: judging again".into());
+                        let mut w = Window::starting_at(burn_fusion::cut::syncs());
+                        let _ = self.record(&mut w, op);
+                        s.phase = Phase::Judging(w);
+                    }
+                }
+            }
         }
-        let seq = w.next_seq();
-        let reads = crate::recorder::reads_of(op, seq, &mut w.producer);
-        w.ops.push_back(Seen { sig: OpSignature::of(op), reads });
-        w.trim(self.ops_per_step);
-        w.busy += start.elapsed();
+        s.busy += start.elapsed();
     }
 
     fn block_starts(&self, _block: BlockOperations<'_>) {}

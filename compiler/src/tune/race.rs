@@ -175,52 +175,122 @@ pub struct Entrant {
 /// Runs a race of `entrants` against Burn's plan. Fails only when Burn's plan itself fails.
 pub fn race(entrants: &[Entrant], visitor: &mut dyn Visitor, rules: &RaceRules, mut progress: impl FnMut(u32, usize)) -> Result<Race, String> {
     let start = Instant::now();
-    let looks = rules.looks();
-    let alpha_look = rules.alpha / looks.len() as f64;
-    let mut state: Vec<Standing> = entrants.iter().map(|e| undecided(e.id, e.can_win)).collect();
-    let mut rounds: Vec<Vec<(usize, f64)>> = Vec::new();
-    let (mut looks_done, mut rejected) = (Vec::new(), 0usize);
-    let mut stop = Stop::MaxRounds;
-    for round in 1..=rules.max_rounds {
-        let racing: Vec<usize> = state.iter().filter(|s| s.decided_at.is_none() && !matches!(s.verdict, Verdict::Broken(_))).map(|s| s.id).collect();
-        progress(round, racing.len());
-        let order = rotated(&racing, round);
+    let mut state = RaceState::new(entrants, rules);
+    loop {
+        let order = state.next_round();
+        progress(state.round() + 1, order.len() - 1);
         let mut visits = Vec::with_capacity(order.len());
         for id in order {
             match visitor.visit(id) {
                 Ok(ms) => visits.push((id, ms)),
                 Err(e) if id == BURN => return Err(format!("Burn's plan failed during the race: {e}")),
-                Err(e) => state.iter_mut().filter(|s| s.id == id).for_each(|s| s.verdict = Verdict::Broken(e.clone())),
+                Err(e) => state.broken(id, e),
             }
         }
-        rounds.push(visits);
-        let out_of_time = start.elapsed() >= rules.budget;
-        let scheduled = looks.get(looks_done.len()) == Some(&round);
-        if scheduled || (out_of_time && looks_done.len() < looks.len()) {
-            looks_done.push(round);
-            rejected = look(&mut state, &rounds, round, alpha_look, entrants.len() - rejected, rules.min_effect) + rejected;
-            if let Some(w) = state.iter().filter(|s| s.wins(rules.min_effect)).min_by(|a, b| a.ratio.total_cmp(&b.ratio)) {
-                stop = Stop::Winner(w.id);
-                break;
-            }
-            if state.iter().all(|s| s.decided_at.is_some() || matches!(s.verdict, Verdict::Broken(_))) {
-                stop = Stop::AllDecided;
-                break;
-            }
-        }
-        if out_of_time {
-            stop = Stop::Budget;
-            break;
+        if state.finish_round(visits, start.elapsed()).is_some() {
+            return Ok(state.into_race(start.elapsed()));
         }
     }
-    Ok(Race { rules: rules.clone(), looks_planned: looks, looks_done, rounds, standings: state, stop, seconds: start.elapsed().as_secs_f64() })
+}
+
+/// A race driven from outside, one round at a time: [`race`] drives it with a visitor that
+/// runs steps itself; the live mode drives it from the training loop, a step at a time, with
+/// its own clock.
+pub struct RaceState {
+    rules: RaceRules,
+    looks: Vec<u32>,
+    alpha_look: f64,
+    entrants: usize,
+    standings: Vec<Standing>,
+    rounds: Vec<Vec<(usize, f64)>>,
+    looks_done: Vec<u32>,
+    rejected: usize,
+    stop: Option<Stop>,
+}
+
+impl RaceState {
+    pub fn new(entrants: &[Entrant], rules: &RaceRules) -> Self {
+        let looks = rules.looks();
+        Self {
+            rules: rules.clone(),
+            alpha_look: rules.alpha / looks.len() as f64,
+            looks,
+            entrants: entrants.len(),
+            standings: entrants.iter().map(|e| undecided(e.id, e.can_win)).collect(),
+            rounds: Vec::new(),
+            looks_done: Vec::new(),
+            rejected: 0,
+            stop: None,
+        }
+    }
+
+    /// Rounds finished so far.
+    pub fn round(&self) -> u32 {
+        self.rounds.len() as u32
+    }
+
+    /// The visits of the next round: Burn's plan and every candidate still racing, the start
+    /// rotating by round (A B C, B C A, ...).
+    pub fn next_round(&self) -> Vec<usize> {
+        let racing: Vec<usize> = self.standings.iter().filter(|s| s.decided_at.is_none() && !matches!(s.verdict, Verdict::Broken(_))).map(|s| s.id).collect();
+        rotated(&racing, self.round() + 1)
+    }
+
+    /// Marks a candidate broken (it leaves the race).
+    pub fn broken(&mut self, id: usize, why: String) {
+        self.standings.iter_mut().filter(|s| s.id == id).for_each(|s| s.verdict = Verdict::Broken(why.clone()));
+    }
+
+    /// Records a round's visits (ms per step) after `elapsed` of racing; looks at the data when
+    /// a look is due. Returns why the race stopped, once it has.
+    pub fn finish_round(&mut self, visits: Vec<(usize, f64)>, elapsed: Duration) -> Option<Stop> {
+        self.rounds.push(visits);
+        let round = self.round();
+        let out_of_time = elapsed >= self.rules.budget;
+        let scheduled = self.looks.get(self.looks_done.len()) == Some(&round);
+        if scheduled || (out_of_time && self.looks_done.len() < self.looks.len()) {
+            self.looks_done.push(round);
+            let family = self.entrants - self.rejected;
+            self.rejected += look(&mut self.standings, &self.rounds, round, self.alpha_look, family, self.rules.min_effect);
+            let min_effect = self.rules.min_effect;
+            if let Some(w) = self.standings.iter().filter(|s| s.wins(min_effect)).min_by(|a, b| a.ratio.total_cmp(&b.ratio)) {
+                self.stop = Some(Stop::Winner(w.id));
+            } else if self.standings.iter().all(|s| s.decided_at.is_some() || matches!(s.verdict, Verdict::Broken(_))) {
+                self.stop = Some(Stop::AllDecided);
+            }
+        }
+        if self.stop.is_none() && out_of_time {
+            self.stop = Some(Stop::Budget);
+        }
+        if self.stop.is_none() && round >= self.rules.max_rounds {
+            self.stop = Some(Stop::MaxRounds);
+        }
+        self.stop.clone()
+    }
+
+    pub fn standings(&self) -> &[Standing] {
+        &self.standings
+    }
+
+    /// The finished (or abandoned) race, `elapsed` its wall time.
+    pub fn into_race(self, elapsed: Duration) -> Race {
+        Race {
+            looks_planned: self.looks,
+            looks_done: self.looks_done,
+            rounds: self.rounds,
+            standings: self.standings,
+            stop: self.stop.unwrap_or(Stop::MaxRounds),
+            seconds: elapsed.as_secs_f64(),
+            rules: self.rules,
+        }
+    }
 }
 
 fn undecided(id: usize, can_win: bool) -> Standing {
     Standing { id, can_win, pairs: 0, ratio: f64::NAN, lo: 0.0, hi: f64::INFINITY, level: 1.0, verdict: Verdict::NotSeparated, decided_at: None }
 }
 
-/// Burn's plan and the racing candidates, the start rotating by round (A B C, B C A, …).
+/// Burn's plan and the racing candidates, the start rotating by round (A B C, B C A, ...).
 fn rotated(racing: &[usize], round: u32) -> Vec<usize> {
     let all: Vec<usize> = std::iter::once(BURN).chain(racing.iter().copied()).collect();
     let k = round as usize % all.len();

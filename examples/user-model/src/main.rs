@@ -4,10 +4,13 @@
 //! `blaze_runtime::ModelFactory` (build a fresh seeded instance), lists their models in a
 //! `Catalog`, and hands it to `blaze_compiler::cli::main_with`. Their binary then has every
 //! blazec command: `user-model trace tiny-mlp-lm -o t.ron`, `user-model tune …`, `… run --plan`.
+//! `user-model train --bundle model.blaze` is the user's own training program, started with
+//! the one call `blaze_burn::init` (serve.rs).
 use blaze_compiler::cli::{Catalog, main_with};
 use blaze_runtime::ModelFactory;
 
 mod model;
+mod serve;
 
 struct MyModels;
 
@@ -23,5 +26,15 @@ impl Catalog for MyModels {
 }
 
 fn main() {
+    // The user's own program (`train`), and every blazec command for their model.
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("train") {
+        let done = serve::options(&args[2..]).and_then(|opts| serve::train_then_evaluate(&opts));
+        if let Err(e) = done {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
+        return;
+    }
     std::process::exit(main_with(&MyModels));
 }

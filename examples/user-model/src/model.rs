@@ -55,7 +55,7 @@ impl ModelFactory for TinyMlpLm {
         device.seed(0);
         // Burn initialises parameters lazily; force it now, right after seeding, so every
         // instance starts from the same weights (verification compares fresh instances).
-        let net = blaze_workloads::trainer::init_params(Net {
+        let net = blaze_burn::init_params(Net {
             embed: EmbeddingConfig::new(128, 64).init(&device),
             hidden: LinearConfig::new(64, 256).init(&device),
             act: Gelu::new(),
@@ -66,7 +66,7 @@ impl ModelFactory for TinyMlpLm {
             shapes: format!("batch={} seq={}", self.batch, self.seq),
             num_params: net.num_params(),
             regime,
-            device: blaze_workloads::device::device_info(),
+            device: blaze_burn::device_info(),
         };
         let loss = CrossEntropyLossConfig::new().init(&device);
         Ok(Box::new(Run { desc, device, net: Some(net), optim: AdamConfig::new().init(), loss, step: 0, batch: self.batch, seq: self.seq }))

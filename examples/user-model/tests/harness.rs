@@ -66,3 +66,70 @@ fn doctor_diagnoses_a_users_own_model() {
     assert!(!plan.exists(), "no plan when nothing is wrong");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 13: the user's own program starts from a bundle with one call (`blaze_burn::init`):
+/// with no regime or shape declared, the training entry is installed while it trains and the
+/// forward entry while it evaluates, each executing exactly what `run --plan` executes with
+/// that entry's plan file (and not Burn's partition).
+#[test]
+fn one_call_installs_the_training_entry_then_the_forward_entry() {
+    let dir = std::env::temp_dir().join(format!("blaze-user-init-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bundle = dir.join("model.blaze");
+    let mut planned = Vec::new();
+    for regime in ["training", "forward"] {
+        let trace = dir.join(format!("{regime}.trace.ron"));
+        user_model(&["trace", "tiny-mlp-lm", "--regime", regime, "-o", trace.to_str().unwrap()]);
+        let plan = dir.join(format!("{regime}.ron"));
+        user_model(&["plan", "--trace", trace.to_str().unwrap(), "--every-live", "2", "-o", plan.to_str().unwrap(), "--bundle", bundle.to_str().unwrap()]);
+        let with_plan = run_partition(&dir, regime, Some(&plan));
+        assert_ne!(with_plan, run_partition(&dir, regime, None), "{regime}: the plan changes the partition");
+        planned.push(with_plan);
+    }
+    let out = user_model(&["train", "--bundle", bundle.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stdout.contains(&format!("after training: installed tiny-mlp-lm training [batch=8 seq=32] on llvmpipe")), "{stdout}{stderr}");
+    assert!(stdout.contains(&format!("training [batch=8 seq=32] on llvmpipe (vulkan, wgsl), Burn 0.22.1; partition {}", planned[0])), "{stdout}");
+    assert!(stdout.contains(&format!("after evaluation: installed tiny-mlp-lm forward [batch=8 seq=32] on llvmpipe (vulkan, wgsl), Burn 0.22.1; partition {}", planned[1])), "{stdout}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 13: a bundle with no entry for this device: the program runs under Burn's plan and
+/// one warning names this device and the entries the bundle holds.
+#[test]
+fn one_call_with_no_entry_for_this_device_warns_once_and_runs_burns_plan() {
+    let dir = std::env::temp_dir().join(format!("blaze-user-init-none-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("t.ron");
+    user_model(&["trace", "tiny-mlp-lm", "-o", trace.to_str().unwrap()]);
+    let plan = dir.join("p.ron");
+    user_model(&["plan", "--trace", trace.to_str().unwrap(), "--every-live", "2", "-o", plan.to_str().unwrap()]);
+    let mut elsewhere = blaze_ir::PlanFile::parse(&std::fs::read_to_string(&plan).unwrap()).unwrap();
+    elsewhere.contract.device.adapter = "NVIDIA H200".into();
+    let mut bundle = blaze_ir::Bundle::new();
+    bundle.upsert(elsewhere);
+    let path = dir.join("model.blaze");
+    std::fs::write(&path, bundle.to_ron()).unwrap();
+    let out = user_model(&["train", "--bundle", path.to_str().unwrap(), "--steps", "3", "--eval-steps", "2"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stdout.contains(&format!("after training: installed none; partition {}", run_partition(&dir, "training", None))), "{stdout}");
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.starts_with("warning:")).collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(warnings[0].contains("no entry of the bundle fits this run (this run on llvmpipe (vulkan, wgsl), Burn 0.22.1)") && warnings[0].contains("on NVIDIA H200"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The executed partition of `user-model run` (last step), under `plan` or Burn's own.
+fn run_partition(dir: &std::path::Path, regime: &str, plan: Option<&std::path::Path>) -> String {
+    let report = dir.join(format!("run-{regime}-{}.ron", plan.is_some()));
+    let mut args = vec!["run", "tiny-mlp-lm", "--regime", regime, "--report", report.to_str().unwrap()];
+    if let Some(p) = plan {
+        args.extend(["--plan", p.to_str().unwrap()]);
+    }
+    user_model(&args);
+    let report: blaze_compiler::run::RunReport = ron::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    report.partition.fingerprint()
+}

@@ -101,7 +101,7 @@ impl Task for Digits {
 /// pass of a gradient-free copy on the plain device, outside the step sequence (for tests).
 pub fn held_out_accuracy(run: &TaskRun<Digits>) -> f32 {
     let range = images() - HELD_OUT..images();
-    let (x, _) = batch(range.clone(), 0, HELD_OUT, &crate::device::device());
+    let (x, _) = batch(range.clone(), 0, HELD_OUT, &crate::device::default_device());
     let predicted = run.net().valid().forward(x).argmax(1).into_data();
     let correct = predicted.iter::<i64>().zip(&LABELS[range]).filter(|&(p, &l)| p == l as i64).count();
     correct as f32 / HELD_OUT as f32

@@ -4,7 +4,6 @@ pub mod attention;
 pub mod attention_model;
 pub mod chain;
 pub mod cnn;
-pub mod device;
 pub mod lstm;
 pub mod mlp;
 pub mod narrow;
@@ -12,6 +11,9 @@ pub mod moe;
 pub mod task;
 pub mod text;
 pub mod trainer;
+
+/// The device and its description live in the library a user links (blaze-burn).
+pub use blaze_burn::device;
 
 use blaze_runtime::ModelFactory;
 

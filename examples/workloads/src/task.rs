@@ -10,7 +10,7 @@ use burn::tensor::{Device, Tensor};
 
 /// The device of a regime (autodiff only in training), seeded before anything is initialised.
 pub fn regime_device(regime: Regime) -> Device {
-    let plain = device::device();
+    let plain = device::default_device();
     let device = match regime {
         Regime::Training => plain.autodiff(),
         Regime::Forward => plain,

@@ -3,7 +3,7 @@
 use crate::{device, text::{CharBatcher, VOCAB}};
 use blaze_ir::plan::Regime;
 use blaze_runtime::{Description, Model, StepOutput};
-use burn::module::{Module, ModuleVisitor, Param};
+use burn::module::Module;
 use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
 use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Int, Tensor};
@@ -23,19 +23,7 @@ pub trait CharLm: Module + 'static {
 /// The seed every workload initialises and samples with.
 pub const SEED: u64 = 0;
 
-/// Initialises every parameter now. Burn's parameters are lazy (drawn on first use), so without
-/// this a second instance built before the first steps would draw different weights from the
-/// device RNG, and the first step would register the initialisation ops that later steps lack.
-pub fn init_params<M: Module>(model: M) -> M {
-    struct Touch;
-    impl ModuleVisitor for Touch {
-        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-            let _ = param.val();
-        }
-    }
-    model.visit(&mut Touch);
-    model
-}
+pub use blaze_burn::init_params;
 
 pub struct CharLmRun<M: CharLm> {
     desc: Description,
@@ -50,7 +38,7 @@ impl<M: CharLm> CharLmRun<M> {
     /// Seeds the device, then builds the model with `init` on a device with autodiff in
     /// training and without it in the forward regime.
     pub fn new(desc: Description, batch: usize, seq: usize, init: impl FnOnce(&Device) -> M) -> Self {
-        let plain = device::device();
+        let plain = device::default_device();
         let device = match desc.regime {
             Regime::Training => plain.autodiff(),
             Regime::Forward => plain,

@@ -1,10 +1,10 @@
-//! The device every workload runs on, and how to describe it in a plan contract.
+//! The default device and how to describe it in a plan contract.
 use blaze_ir::plan::DeviceInfo;
 use burn::tensor::{Device, DeviceKind};
 use std::sync::OnceLock;
 
-/// The default wgpu device, pinned to Vulkan where the build has SPIR-V.
-pub fn device() -> Device {
+/// The default wgpu device, pinned to Vulkan where the build has SPIR-V (feature `vulkan`).
+pub fn default_device() -> Device {
     #[cfg(feature = "vulkan")]
     {
         Device::vulkan(DeviceKind::DefaultDevice)

@@ -1,0 +1,419 @@
+//! The live mode's schedule, a step at a time and free of any device: which arm (plan) each
+//! step of the user's training runs under, and what the timings decide. The device side
+//! (`super::Live`) installs the arm and reads the clock; tests drive it with a fake clock.
+//!
+//! Phases, in order:
+//! 1. *Sizing*: Burn's plan for `settle_steps` untimed steps, then `sizing_steps` timed ones;
+//!    a visit's timed block gets enough steps to last [`crate::tune::measure::MIN_VISIT`].
+//! 2. *Selecting*: the race of blaze-measure/3 ([`RaceState`]) over every arm, each visit one
+//!    untimed switch step and a timed block, Burn's plan in every round. When it stops, the
+//!    best winner settles (or Burn's plan, when none won); the runner-up is the best other arm.
+//! 3. *Settled*: the winner runs. After `first_check` steps, and then after a delay that
+//!    doubles with every clean check, a *check* races the winner (as reference) against the
+//!    runner-up only. A runner-up faster with confidence reopens selection over every arm
+//!    (and the delay starts again); otherwise the check is clean.
+use crate::tune::measure::MIN_VISIT;
+use crate::tune::race::{BURN, Entrant, RaceRules, RaceState, Standing, Stop, Verdict};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Installs an arm (0: Burn's own plan) from the next sync on.
+pub trait Arms {
+    fn install(&mut self, arm: usize);
+}
+
+/// Wall time since some fixed start.
+pub trait Clock {
+    fn now(&self) -> Duration;
+}
+
+/// When the live mode measures and checks.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Schedule {
+    pub settle_steps: u32,
+    pub sizing_steps: u32,
+    /// Rules of the selection race.
+    pub select: RaceRules,
+    /// Rules of a drift check (winner against runner-up).
+    pub check: RaceRules,
+    /// Steps from settling to the first check; each clean check doubles the delay.
+    pub first_check: u64,
+}
+
+impl Default for Schedule {
+    fn default() -> Self {
+        let check = RaceRules { min_rounds: 10, max_rounds: 40, budget: Duration::from_secs(20), ..RaceRules::default() };
+        Self { settle_steps: 20, sizing_steps: 5, select: RaceRules::default(), check, first_check: 500 }
+    }
+}
+
+/// One decision of the live mode, at a step of the user's run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub step: u64,
+    pub seconds: f64,
+    pub what: What,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum What {
+    /// Visits sized from Burn's step time.
+    Sized { step_ms: f64, steps_per_visit: u32 },
+    /// A selection race ended: the arm kept, the runner-up, why it stopped, every standing.
+    Settled { winner: usize, runner_up: usize, stop: String, standings: Vec<String> },
+    /// A drift check ended: the runner-up against the winner.
+    Checked { clean: bool, ratio: f64, lo: f64, hi: f64, next_in_steps: u64 },
+    /// A check found the runner-up faster: selection starts again over every arm.
+    Reopened { winner: usize, runner_up: usize },
+}
+
+/// What an arm ran: steps, and the ms per step of its timed visits.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ArmCost {
+    pub steps: u64,
+    /// Timed visits' ms per step, all of them.
+    pub samples: Vec<f64>,
+}
+
+enum Phase {
+    Sizing { times: Vec<f64> },
+    Racing(Race),
+    Settled { since: u64, delay: u64 },
+}
+
+/// A race in progress, in the user's steps: `order` the round's visits, `pos` the one running.
+struct Race {
+    state: RaceState,
+    /// Arm ids as the race sees them: the race's id `i` is arm `arms[i]`; id 0 is the reference.
+    arms: Vec<usize>,
+    order: Vec<usize>,
+    pos: usize,
+    /// Steps done in the current visit (0: the untimed switch step is next).
+    done: u32,
+    block_start: Duration,
+    visits: Vec<(usize, f64)>,
+    started: Duration,
+    check: bool,
+}
+
+/// The live schedule; see the module docs.
+pub struct Driver {
+    schedule: Schedule,
+    arms_total: usize,
+    can_win: Vec<bool>,
+    phase: Phase,
+    step: u64,
+    steps_per_visit: u32,
+    installed: Option<usize>,
+    winner: usize,
+    runner_up: usize,
+    /// Steps from the last settle or clean check to the next check.
+    delay: u64,
+    pub events: Vec<Event>,
+    pub costs: Vec<ArmCost>,
+    step_start: Duration,
+}
+
+impl Driver {
+    /// `can_win[i]`: whether arm `i` may be kept (arm 0 is Burn's plan; fusion off may not).
+    pub fn new(schedule: Schedule, can_win: Vec<bool>) -> Self {
+        let n = can_win.len();
+        Self {
+            schedule,
+            arms_total: n,
+            can_win,
+            phase: Phase::Sizing { times: Vec::new() },
+            step: 0,
+            steps_per_visit: 1,
+            installed: None,
+            winner: BURN,
+            runner_up: BURN,
+            delay: 0,
+            events: Vec::new(),
+            costs: vec![ArmCost::default(); n],
+            step_start: Duration::ZERO,
+        }
+    }
+
+    /// The arm settled on (Burn's plan until a selection has ended).
+    pub fn winner(&self) -> usize {
+        self.winner
+    }
+
+    pub fn steps(&self) -> u64 {
+        self.step
+    }
+
+    /// Whether a race (selection or check) is running.
+    pub fn racing(&self) -> bool {
+        matches!(self.phase, Phase::Racing(_))
+    }
+
+    /// Before a step: installs the arm the step must run under.
+    pub fn before_step(&mut self, arms: &mut dyn Arms, clock: &dyn Clock) {
+        let arm = self.arm_now();
+        if self.installed != Some(arm) {
+            arms.install(arm);
+            self.installed = Some(arm);
+        }
+        self.step_start = clock.now();
+    }
+
+    /// After the step (its results read back, so the device is done): records its time.
+    pub fn after_step(&mut self, clock: &dyn Clock) {
+        let now = clock.now();
+        let ms = (now - self.step_start).as_secs_f64() * 1e3;
+        let arm = self.installed.unwrap_or(BURN);
+        self.costs[arm].steps += 1;
+        self.step += 1;
+        match std::mem::replace(&mut self.phase, Phase::Sizing { times: Vec::new() }) {
+            Phase::Sizing { mut times } => {
+                times.push(ms);
+                self.phase = self.after_sizing(times, now);
+            }
+            Phase::Racing(race) => self.phase = self.after_race_step(race, now),
+            Phase::Settled { since, delay } if self.step >= since + delay => self.phase = Phase::Racing(self.check_race(now)),
+            settled @ Phase::Settled { .. } => self.phase = settled,
+        }
+    }
+
+    fn arm_now(&self) -> usize {
+        match &self.phase {
+            Phase::Sizing { .. } => BURN,
+            Phase::Racing(r) => r.arms[r.order[r.pos]],
+            Phase::Settled { .. } => self.winner,
+        }
+    }
+
+    fn after_sizing(&mut self, times: Vec<f64>, now: Duration) -> Phase {
+        let (settle, sizing) = (self.schedule.settle_steps as usize, self.schedule.sizing_steps.max(1) as usize);
+        if times.len() < settle + sizing {
+            return Phase::Sizing { times };
+        }
+        let mut timed = times[settle..].to_vec();
+        timed.sort_by(f64::total_cmp);
+        let step_ms = timed[timed.len() / 2];
+        self.steps_per_visit = (MIN_VISIT.as_secs_f64() * 1e3 / step_ms.max(1e-3)).ceil().max(1.0) as u32;
+        self.log(now, What::Sized { step_ms, steps_per_visit: self.steps_per_visit });
+        Phase::Racing(self.selection_race(now))
+    }
+
+    fn selection_race(&self, now: Duration) -> Race {
+        let arms: Vec<usize> = (0..self.arms_total).collect();
+        let entrants: Vec<Entrant> = (1..self.arms_total).map(|id| Entrant { id, can_win: self.can_win[id] }).collect();
+        Race::new(RaceState::new(&entrants, &self.schedule.select), arms, now, false)
+    }
+
+    /// The winner as reference (race id 0), the runner-up as the one challenger (race id 1).
+    fn check_race(&self, now: Duration) -> Race {
+        let rules = &self.schedule.check;
+        Race::new(RaceState::new(&[Entrant { id: 1, can_win: true }], rules), vec![self.winner, self.runner_up], now, true)
+    }
+
+    fn after_race_step(&mut self, mut race: Race, now: Duration) -> Phase {
+        if race.done == 0 {
+            // The untimed switch step (plans of the new arm are replayed from its sync on).
+            race.done = 1;
+            race.block_start = now;
+            return Phase::Racing(race);
+        }
+        if race.done < self.steps_per_visit {
+            race.done += 1;
+            return Phase::Racing(race);
+        }
+        let ms = (now - race.block_start).as_secs_f64() * 1e3 / self.steps_per_visit as f64;
+        let id = race.order[race.pos];
+        self.costs[race.arms[id]].samples.push(ms);
+        race.visits.push((id, ms));
+        race.pos += 1;
+        race.done = 0;
+        if race.pos < race.order.len() {
+            return Phase::Racing(race);
+        }
+        let visits = std::mem::take(&mut race.visits);
+        match race.state.finish_round(visits, now - race.started) {
+            None => {
+                race.order = race.state.next_round();
+                race.pos = 0;
+                Phase::Racing(race)
+            }
+            Some(stop) if race.check => self.after_check(race, stop, now),
+            Some(stop) => self.settle(race, stop, now),
+        }
+    }
+
+    fn settle(&mut self, race: Race, stop: Stop, now: Duration) -> Phase {
+        let winner = match stop {
+            Stop::Winner(id) => id,
+            _ => BURN,
+        };
+        let standings = race.state.standings().to_vec();
+        // The runner-up: the best other arm that may win, by its ratio to Burn's plan (Burn's
+        // plan counts 1.0; broken and slower arms never).
+        let ratio = |id: usize| if id == BURN { 1.0 } else { standings.iter().find(|s| s.id == id).map_or(f64::INFINITY, usable_ratio) };
+        let others = (0..self.arms_total).filter(|&id| id != winner && self.can_win[id]);
+        let runner_up = others.min_by(|&a, &b| ratio(a).total_cmp(&ratio(b))).unwrap_or(BURN);
+        // Nothing to check against when no other arm may be kept.
+        let delay = if runner_up == winner { u64::MAX / 4 } else { self.schedule.first_check };
+        (self.winner, self.runner_up, self.delay) = (winner, runner_up, delay);
+        let stop = race.state.into_race(now - race.started).stop_text();
+        let standings = standings.iter().map(|s| format!("arm {}: {}", s.id, s.describe())).collect();
+        self.log(now, What::Settled { winner, runner_up, stop, standings });
+        Phase::Settled { since: self.step, delay: self.delay }
+    }
+
+    fn after_check(&mut self, race: Race, stop: Stop, now: Duration) -> Phase {
+        let s = race.state.standings()[0].clone();
+        let clean = stop != Stop::Winner(1);
+        self.delay = if clean { self.delay.saturating_mul(2) } else { self.schedule.first_check };
+        self.log(now, What::Checked { clean, ratio: s.ratio, lo: s.lo, hi: s.hi, next_in_steps: self.delay });
+        if clean {
+            return Phase::Settled { since: self.step, delay: self.delay };
+        }
+        self.log(now, What::Reopened { winner: self.winner, runner_up: self.runner_up });
+        Phase::Racing(self.selection_race(now))
+    }
+
+    fn log(&mut self, now: Duration, what: What) {
+        self.events.push(Event { step: self.step, seconds: now.as_secs_f64(), what });
+    }
+}
+
+/// A standing's ratio if the arm is still usable (not broken, not slower); otherwise infinity.
+fn usable_ratio(s: &Standing) -> f64 {
+    match s.verdict {
+        Verdict::Broken(_) | Verdict::Slower => f64::INFINITY,
+        _ if s.ratio.is_finite() => s.ratio,
+        _ => f64::INFINITY,
+    }
+}
+
+impl Race {
+    fn new(state: RaceState, arms: Vec<usize>, now: Duration, check: bool) -> Self {
+        let order = state.next_round();
+        Race { state, arms, order, pos: 0, done: 0, block_start: now, visits: Vec::new(), started: now, check }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    /// A fake training run: arm `a` takes `10 ms * ratio(a, step)` per step with a little
+    /// log-normal jitter (deterministic), on a clock that only the steps advance.
+    struct Fake {
+        ratio: Box<dyn Fn(usize, u64) -> f64>,
+        installed: usize,
+        clock: FakeClock,
+        rng: u64,
+    }
+
+    struct FakeClock(Cell<Duration>);
+
+    impl Clock for FakeClock {
+        fn now(&self) -> Duration {
+            self.0.get()
+        }
+    }
+
+    impl Arms for Fake {
+        fn install(&mut self, arm: usize) {
+            self.installed = arm;
+        }
+    }
+
+    impl Fake {
+        fn new(ratio: impl Fn(usize, u64) -> f64 + 'static) -> Self {
+            Fake { ratio: Box::new(ratio), installed: 0, clock: FakeClock(Cell::new(Duration::ZERO)), rng: 7 }
+        }
+
+        fn jitter(&mut self) -> f64 {
+            let mut sum = 0.0;
+            for _ in 0..12 {
+                self.rng = self.rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                sum += (self.rng >> 11) as f64 / (1u64 << 53) as f64;
+            }
+            (0.01 * (sum - 6.0)).exp()
+        }
+
+        /// Runs `n` steps under the driver.
+        fn run(&mut self, driver: &mut Driver, n: u64) {
+            for _ in 0..n {
+                let clock = FakeClock(Cell::new(self.clock.0.get()));
+                driver.before_step(self, &clock);
+                let ms = 10.0 * (self.ratio)(self.installed, driver.steps()) * self.jitter();
+                self.clock.0.set(self.clock.0.get() + Duration::from_secs_f64(ms / 1e3));
+                driver.after_step(&self.clock);
+            }
+        }
+    }
+
+    fn schedule() -> Schedule {
+        let select = RaceRules { min_rounds: 5, max_rounds: 60, budget: Duration::from_secs(600), ..RaceRules::default() };
+        let check = RaceRules { min_rounds: 5, max_rounds: 20, budget: Duration::from_secs(600), ..RaceRules::default() };
+        Schedule { settle_steps: 2, sizing_steps: 3, select, check, first_check: 100 }
+    }
+
+    fn settled(events: &[Event]) -> Vec<(u64, usize, usize)> {
+        events.iter().filter_map(|e| match &e.what {
+            What::Settled { winner, runner_up, .. } => Some((e.step, *winner, *runner_up)),
+            _ => None,
+        }).collect()
+    }
+
+    fn checks(events: &[Event]) -> Vec<(u64, bool, u64)> {
+        events.iter().filter_map(|e| match &e.what {
+            What::Checked { clean, next_in_steps, .. } => Some((e.step, *clean, *next_in_steps)),
+            _ => None,
+        }).collect()
+    }
+
+    #[test]
+    fn settles_on_the_faster_arm_and_rechecks_on_a_doubling_delay() {
+        let mut fake = Fake::new(|arm, _| [1.0, 0.9, 1.1][arm]);
+        let mut driver = Driver::new(schedule(), vec![true, true, true]);
+        fake.run(&mut driver, 3000);
+        let s = settled(&driver.events);
+        assert_eq!(s.len(), 1, "{:?}", driver.events);
+        assert_eq!((s[0].1, s[0].2), (1, 0), "arm 1 wins, Burn's plan is the runner-up");
+        assert!(matches!(driver.events[0].what, What::Sized { steps_per_visit: 5..=6, .. }), "50 ms of 10 ms steps: {:?}", driver.events[0]);
+        let c = checks(&driver.events);
+        assert!(c.len() >= 3 && c.iter().all(|c| c.1), "{c:?}");
+        assert_eq!(c.iter().map(|c| c.2).take(3).collect::<Vec<_>>(), vec![200, 400, 800], "every clean check doubles the delay");
+        // Each check starts `delay` steps after the previous decision (it then runs its rounds).
+        assert!(c[0].0 > s[0].0 + 100 && c[1].0 > c[0].0 + 200 && c[2].0 > c[1].0 + 400, "{c:?} after {s:?}");
+        assert_eq!(driver.winner(), 1);
+        assert!(!driver.events.iter().any(|e| matches!(e.what, What::Reopened { .. })));
+    }
+
+    #[test]
+    fn a_runner_up_that_becomes_faster_reopens_selection_and_it_settles_again() {
+        // From step 1000 on (a new batch size, say) the cut plan is 20 % slower than Burn's.
+        let mut fake = Fake::new(|arm, step| match (arm, step >= 1000) {
+            (1, false) => 0.9,
+            (1, true) => 1.2,
+            _ => 1.0,
+        });
+        let mut driver = Driver::new(schedule(), vec![true, true]);
+        fake.run(&mut driver, 3000);
+        let s = settled(&driver.events);
+        assert_eq!((s[0].1, s[0].2), (1, 0), "{:?}", driver.events);
+        let reopened: Vec<u64> = driver.events.iter().filter(|e| matches!(e.what, What::Reopened { .. })).map(|e| e.step).collect();
+        assert_eq!(reopened.len(), 1, "{:?}", driver.events);
+        assert!(reopened[0] > 1000, "the drift is found only after it happened: {reopened:?}");
+        assert!(checks(&driver.events).iter().any(|c| !c.1 && c.0 == reopened[0]));
+        assert_eq!(s.len(), 2);
+        assert!(s[1].0 > reopened[0] && s[1].1 == 0, "settles again, on Burn's plan: {s:?}");
+        assert_eq!(driver.winner(), 0);
+    }
+
+    #[test]
+    fn fusion_off_may_race_but_never_settles() {
+        let mut fake = Fake::new(|arm, _| [1.0, 0.8][arm]);
+        let mut driver = Driver::new(schedule(), vec![true, false]);
+        fake.run(&mut driver, 600);
+        let s = settled(&driver.events);
+        assert_eq!((s[0].1, s[0].2), (0, 0), "{:?}", driver.events);
+    }
+}

@@ -1,0 +1,66 @@
+//! `user-model train --bundle model.blaze`: the user's own training program, as it would use
+//! Blaze outside blazec: one call at start-up, then train, then evaluate. Nothing else in the
+//! program knows about plans; the bundle's training entry is installed during training and its
+//! forward entry during evaluation, chosen by the op stream the program runs.
+use crate::model::TinyMlpLm;
+use blaze_ir::plan::Regime;
+use blaze_runtime::{Model, ModelFactory, StepRecorder};
+
+pub struct Options {
+    pub bundle: std::path::PathBuf,
+    pub steps: usize,
+    pub eval_steps: usize,
+}
+
+/// Parses `--bundle F [--steps N] [--eval-steps M]`; None (with a message) on bad input.
+pub fn options(args: &[String]) -> Result<Options, String> {
+    let mut opts = Options { bundle: Default::default(), steps: 6, eval_steps: 4 };
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        match flag.as_str() {
+            "--bundle" => opts.bundle = value.into(),
+            "--steps" => opts.steps = value.parse().map_err(|_| format!("--steps: not a number: {value}"))?,
+            "--eval-steps" => opts.eval_steps = value.parse().map_err(|_| format!("--eval-steps: not a number: {value}"))?,
+            _ => return Err(format!("unknown option {flag} (usage: user-model train --bundle F [--steps N] [--eval-steps M])")),
+        }
+    }
+    if opts.bundle.as_os_str().is_empty() {
+        return Err("--bundle is required (usage: user-model train --bundle F [--steps N] [--eval-steps M])".into());
+    }
+    Ok(opts)
+}
+
+pub fn train_then_evaluate(opts: &Options) -> Result<(), String> {
+    let factory = TinyMlpLm::new(8, 32);
+    // The one line a user adds, before the first tensor operation.
+    let blaze = blaze_burn::init(&blaze_burn::default_device(), &opts.bundle);
+    let mut train = factory.build(Regime::Training)?;
+    let partition = run(train.as_mut(), opts.steps);
+    report("training", &blaze, &partition);
+    let mut eval = factory.build(Regime::Forward)?;
+    let partition = run(eval.as_mut(), opts.eval_steps);
+    report("evaluation", &blaze, &partition);
+    for event in blaze.events() {
+        println!("blaze: {event}");
+    }
+    println!("blaze costs: load {:.3} ms, watch {:.3} ms", blaze.load_time.as_secs_f64() * 1e3, blaze.watch_time().as_secs_f64() * 1e3);
+    Ok(())
+}
+
+/// Runs `steps` steps, the last one recorded; the executed partition's fingerprint.
+fn run(model: &mut dyn Model, steps: usize) -> String {
+    for _ in 1..steps {
+        model.step(false);
+    }
+    model.sync();
+    let recorder = StepRecorder::start();
+    model.step(false);
+    model.sync();
+    recorder.finish().partition.fingerprint()
+}
+
+fn report(phase: &str, blaze: &blaze_runtime::BundleHandle, partition: &str) {
+    let installed = blaze.installed().map_or("none".to_string(), |p| blaze_ir::bundle::EntryKey::of(&p.contract).to_string());
+    println!("after {phase}: installed {installed}; partition {partition}");
+}

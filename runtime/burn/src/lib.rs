@@ -1,0 +1,29 @@
+//! blaze-burn: what a Burn program links to use Blaze.
+//!
+//! * [`init`]: one call at start-up. Loads a bundle (or a plan file), keeps the entries made for
+//!   this device and Burn version, and installs the one whose op stream the program runs, from
+//!   the sync after its first step; a switch from training to evaluation installs the other.
+//!   Never panics; when nothing fits, Burn's own plan stays and one warning says why.
+//! * [`init_params`], [`device_info`]: what an implementation of `blaze_runtime::Model`
+//!   needs so that blazec can trace, verify and time it (seeded weights drawn at build time,
+//!   the device described for plan contracts).
+//!
+//! Unlike blaze-runtime, this crate queries the wgpu adapter (to describe the device); it
+//! still runs no tensor operation of its own except reading parameters in [`init_params`].
+pub mod device;
+mod params;
+
+pub use blaze_runtime::{BundleHandle, Description, Model, ModelFactory, StepOutput};
+pub use device::{COMPILER, default_device, device_info};
+pub use params::init_params;
+
+/// Loads the bundle at `path` for `device` (see the crate docs). Call it before the first
+/// tensor operation, so a submission setting in the entries can still apply, and keep the
+/// handle alive for the whole run.
+///
+/// `device` is described as wgpu's default high-performance adapter, the one CubeCL picks for
+/// the default device; for another adapter, call [`blaze_runtime::load_bundle`] with its
+/// [`blaze_ir::plan::DeviceInfo`].
+pub fn init(_device: &burn::tensor::Device, path: impl AsRef<std::path::Path>) -> BundleHandle {
+    blaze_runtime::load_bundle(path, &device_info())
+}

@@ -1,0 +1,18 @@
+//! Seeded parameters, drawn when the model is built.
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::tensor::Tensor;
+
+/// Initialises every parameter now. Burn's parameters are lazy (drawn on first use), so without
+/// this a second instance built before the first steps would draw different weights from the
+/// device RNG, and the first step would register the initialisation ops that later steps lack.
+/// Seed the device (`device.seed(s)`) before building the model.
+pub fn init_params<M: Module>(model: M) -> M {
+    struct Touch;
+    impl ModuleVisitor for Touch {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            let _ = param.val();
+        }
+    }
+    model.visit(&mut Touch);
+    model
+}

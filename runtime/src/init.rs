@@ -1,0 +1,118 @@
+//! Start-up from a bundle with one call: the entries made for this device and Burn version are
+//! handed to a selecting op-stream watch ([`crate::watch::Mode::Select`]), which installs the
+//! entry whose op stream the program actually runs from the next sync after its first step,
+//! and the other entry when the program switches (train, then evaluate). Nothing about the
+//! model, regime or shapes has to be declared: the op stream says all three.
+use crate::CutSet;
+use crate::watch::{Expected, Mode, OpStreamWatch, WatchGuard};
+use blaze_ir::plan::{DeviceInfo, Settings};
+use blaze_ir::{Bundle, PlanError, PlanFile, bundle::EntryKey};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What [`load_bundle`] set up. Keep it alive for the whole run: dropping it stops the watch
+/// (the entry installed then stays installed).
+#[derive(Debug)]
+pub struct BundleHandle {
+    /// The entries made for this device, in bundle order; the watch installs one of them.
+    pub entries: Vec<PlanFile>,
+    /// Why nothing can be installed (already printed as one warning), if so.
+    pub fallback: Option<PlanError>,
+    /// Notes about settings (already printed).
+    pub notes: Vec<String>,
+    /// Wall time of `load_bundle` itself (read, parse, validate, filter, start the watch).
+    pub load_time: Duration,
+    watch: Option<WatchGuard>,
+    policy: Arc<Mutex<Option<Arc<CutSet>>>>,
+}
+
+impl BundleHandle {
+    /// The entry installed now; None while Burn's own plan is in force.
+    pub fn installed(&self) -> Option<&PlanFile> {
+        let i = self.watch.as_ref()?.watch.installed()?;
+        self.entries.get(i)
+    }
+
+    /// The cut policy of the entry installed now (what Burn consulted under it).
+    pub fn policy(&self) -> Option<Arc<CutSet>> {
+        self.installed()?;
+        self.policy.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Every decision of the watch so far, one line each.
+    pub fn events(&self) -> Vec<String> {
+        self.watch.as_ref().map(|w| w.watch.events()).unwrap_or_default()
+    }
+
+    /// Time the watch has cost the program so far (its observer's own work).
+    pub fn watch_time(&self) -> Duration {
+        self.watch.as_ref().map(|w| w.watch.busy()).unwrap_or_default()
+    }
+}
+
+/// Reads the bundle (or plan file) at `path` and starts installing the entry that fits this
+/// run on `device`; never panics. When no entry was made for this device and Burn version, or
+/// the file cannot be used, Burn's own plan stays in force and one warning names the reason.
+pub fn load_bundle(path: impl AsRef<Path>, device: &DeviceInfo) -> BundleHandle {
+    let start = Instant::now();
+    let path = path.as_ref();
+    let bundle = Bundle::read(path);
+    let mut handle = match bundle.and_then(|b| entries_for(b, device)) {
+        Ok(entries) => start_watch(entries),
+        Err(err) => {
+            burn_fusion::cut::install(None, 0);
+            eprintln!("{}", crate::load::fallback_warning(&err));
+            BundleHandle { entries: Vec::new(), fallback: Some(err), notes: Vec::new(), load_time: Duration::ZERO, watch: None, policy: Default::default() }
+        }
+    };
+    handle.load_time = start.elapsed();
+    handle
+}
+
+/// The entries made for `device` with this build's Burn version; otherwise the reason,
+/// naming this device and what the bundle holds.
+fn entries_for(bundle: Bundle, device: &DeviceInfo) -> Result<Vec<PlanFile>, PlanError> {
+    let fits = |p: &PlanFile| p.contract.device == *device && p.contract.burn_version == crate::BURN_VERSION;
+    let held: Vec<String> = bundle.entries.iter().map(|p| EntryKey::of(&p.contract).to_string()).collect();
+    let entries: Vec<PlanFile> = bundle.entries.into_iter().filter(fits).collect();
+    if entries.is_empty() {
+        let run = format!("this run on {} ({}, {}), Burn {}", device.adapter, device.backend, device.compiler, crate::BURN_VERSION);
+        return Err(PlanError::NoEntry { run, held: if held.is_empty() { "none".into() } else { held.join("; ") } });
+    }
+    Ok(entries)
+}
+
+fn start_watch(entries: Vec<PlanFile>) -> BundleHandle {
+    burn_fusion::cut::install(None, 0);
+    let notes = apply_shared_settings(&entries);
+    for note in &notes {
+        eprintln!("{note}");
+    }
+    let expected = entries.iter().map(|p| Expected { fingerprint: p.contract.op_stream.clone(), ops_per_step: p.contract.ops_per_step as usize }).collect();
+    let plans: Vec<(Vec<blaze_ir::BoundaryId>, Option<u32>, String)> =
+        entries.iter().map(|p| (p.cuts.clone(), p.settings.max_blocks, EntryKey::of(&p.contract).to_string())).collect();
+    let policy: Arc<Mutex<Option<Arc<CutSet>>>> = Default::default();
+    let current = policy.clone();
+    let install = Box::new(move |entry: Option<usize>| match entry.and_then(|i| plans.get(i)) {
+        Some((cuts, max_blocks, key)) => {
+            *current.lock().unwrap_or_else(|e| e.into_inner()) = Some(crate::policy::activate_with(cuts, *max_blocks));
+            eprintln!("note: blaze: installed the bundle entry for {key} (it matches this run's op stream)");
+        }
+        None => burn_fusion::cut::install(None, 0),
+    });
+    let watch = OpStreamWatch::start_with(expected, Mode::Select, install);
+    BundleHandle { entries, fallback: None, notes, load_time: Duration::ZERO, watch: Some(watch), policy }
+}
+
+/// Per-process settings (the submission batch, read once when the device starts) apply when
+/// every entry for this device agrees on them; otherwise the program keeps its own, and a note
+/// says so. The beam width is per entry and goes with its cuts.
+fn apply_shared_settings(entries: &[PlanFile]) -> Vec<String> {
+    let tasks: std::collections::BTreeSet<Option<u32>> = entries.iter().map(|p| p.settings.max_tasks).collect();
+    match tasks.into_iter().collect::<Vec<_>>().as_slice() {
+        [Some(n)] => crate::settings::apply(&Settings { max_tasks: Some(*n), max_blocks: None }),
+        [None] => Vec::new(),
+        _ => vec!["note: blaze: the bundle's entries for this device ask for different max_tasks; CubeCL reads it once per process, so this program keeps its own".into()],
+    }
+}
