@@ -68,6 +68,10 @@ enum Command {
     /// Run a model for some steps, optionally under a plan file; print losses, the executed
     /// partition of the last step and step times.
     Run(run::RunArgs),
+    /// A training run in live mode: arms verified on side instances, raced on the run's own
+    /// steps, the winner kept and re-checked against the runner-up on a doubling delay.
+    #[command(after_help = "Examples:\n  blazec live attention-d257 --steps 5000 -o live.ron\n  blazec live attention-d257 --batch 2 --seq 32 --steps 300 --first-check 50 --min-rounds 3 --rounds 12 -o /tmp/live.ron\n  blazec live moe-e8k2 --steps 6000 --switch-at 3000 --switch-batch 64 -o live.ron\n\nIn a program of your own: `let mut live = blaze_compiler::live::Live::from_env(&factory, Regime::Training);` then `live.step(model)` for every step; BLAZE_LIVE=1 turns it on.")]
+    Live(crate::live::command::LiveArgs),
     /// Measure candidate plans on the device and emit the winner as a plan file with a report.
     #[command(after_help = "Examples:\n  blazec tune attention-d257 --device vulkan -o plans/attention-d257.ron\n  blazec tune attention-d257 --device lavapipe --batch 2 --seq 32 --budget 8 -o /tmp/plan.ron\n  blazec tune attention-d257 --device vulkan --min-effect 0.02 --race-budget 60 -o plan.ron\n\nCandidates, Burn's plan and fusion off (in this process) are raced in rounds of paired visits (protocol blaze-measure/3); a plan is kept only when it is faster than Burn's plan with confidence by at least --min-effect and verifies. The report gives every candidate's ratio to Burn's plan with its interval and says why the race stopped. The candidates run in a worker process: one that hangs (no progress for --hang-timeout seconds) or crashes it is recorded as broken in the report and the tune goes on without it. Ctrl-C leaves no partial plan: every output is written at the end, each atomically.")]
     Tune(crate::tune_cli::TuneArgs),
@@ -235,7 +239,7 @@ pub fn main_with(resolve: &Resolver) -> i32 {
         }
     };
     // Commands that explore in this process (a tune explores in its workers).
-    let explores_here = matches!(cli.command, Command::Doctor { .. } | Command::Probe { .. } | Command::Verify { .. } | Command::Run(_) | Command::Trace { .. });
+    let explores_here = matches!(cli.command, Command::Doctor { .. } | Command::Probe { .. } | Command::Verify { .. } | Command::Run(_) | Command::Live(_) | Command::Trace { .. });
     match dispatch(cli.command, resolve).and_then(|()| if explores_here { check_fault_landed(fault) } else { Ok(()) }) {
         Ok(()) => 0,
         Err(e) => {
@@ -382,6 +386,7 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Run(args) => run::run(resolve, &args),
+        Command::Live(args) => crate::live::command::live(resolve, &args),
         Command::Tune(args) => crate::tune_cli::run_tune(resolve, &args),
         Command::RaceCheck(args) => crate::race_check::race_check(resolve, &args),
         Command::Demo(args) => demo::demo(resolve, &args),

@@ -149,6 +149,8 @@ struct State {
     /// The entry installed now (None: Burn's own plan).
     installed: Option<usize>,
     reopens: u32,
+    /// Window lengths of the program as last settled.
+    lengths: BTreeSet<u64>,
     /// Time spent in this observer (its whole cost to the program).
     busy: Duration,
     /// What the watch decided, one line per decision, in order.
@@ -196,6 +198,7 @@ impl OpStreamWatch {
             phase: Phase::Judging(Window::starting_at(burn_fusion::cut::syncs())),
             installed: (mode == Mode::Confirm).then_some(0),
             reopens: 0,
+            lengths: BTreeSet::new(),
             busy: Duration::ZERO,
             events: Vec::new(),
             warned: BTreeSet::new(),
@@ -256,7 +259,13 @@ impl OpStreamWatch {
     }
 
     /// Acts on a judgement: installs, withdraws, warns, and settles or stops watching.
-    fn decide(&self, s: &mut State, judgement: Judgement, lengths: BTreeSet<u64>) {
+    fn decide(&self, s: &mut State, judgement: Judgement, mut lengths: BTreeSet<u64>) {
+        // The same entry again (a window length the settled program had not shown yet, such as
+        // the first steps' split windows giving way to whole ones): its lengths add up.
+        if matches!(judgement, Judgement::Match(i) if s.installed == Some(i)) {
+            lengths.extend(std::mem::take(&mut s.lengths));
+        }
+        s.lengths = lengths.clone();
         let outcome = match (&judgement, self.mode) {
             (Judgement::Match(_), _) => OpStreamCheck::Confirmed,
             (Judgement::NoMatch(err), _) => OpStreamCheck::Withdrawn(err.clone()),

@@ -71,6 +71,8 @@ pub enum What {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ArmCost {
     pub steps: u64,
+    /// Steps run inside drift checks.
+    pub check_steps: u64,
     /// Timed visits' ms per step, all of them.
     pub samples: Vec<f64>,
 }
@@ -171,7 +173,12 @@ impl Driver {
                 times.push(ms);
                 self.phase = self.after_sizing(times, now);
             }
-            Phase::Racing(race) => self.phase = self.after_race_step(race, now),
+            Phase::Racing(race) => {
+                if race.check {
+                    self.costs[arm].check_steps += 1;
+                }
+                self.phase = self.after_race_step(race, now);
+            }
             Phase::Settled { since, delay } if self.step >= since + delay => self.phase = Phase::Racing(self.check_race(now)),
             settled @ Phase::Settled { .. } => self.phase = settled,
         }

@@ -1,2 +1,205 @@
-//! Live mode (issue 15): selection during a real training run. See `driver` for the schedule.
+//! Live mode (issue 15): plan selection during a real training run, then a settled plan that
+//! is re-checked on a widening delay. `driver` is the schedule (device-free, tested with a
+//! fake clock); this module prepares the arms and drives them on the user's steps.
+//!
+//! Opt-in, one line in a training loop over a [`Model`]:
+//! ```text
+//! let mut live = Live::from_env(&factory, Regime::Training);   // BLAZE_LIVE=1 turns it on
+//! for _ in 0..steps { live.step(model.as_mut()); }              // instead of model.step(false)
+//! ```
+//! With `BLAZE_LIVE` unset (or `0`) `step` is `model.step(false)` and nothing else happens.
+//!
+//! Numerics. Before the run's first step, every arm is verified against Burn's plan on side
+//! instances built by the factory (fresh seeded instances, [`verify`]): an arm whose numbers
+//! differ beyond the verification tolerance never runs a step of the user's training. The side
+//! instances are dropped before the first real step, so they do not disturb training (beyond
+//! the time they take, which the report counts as preparation). The user's own steps then run
+//! under arms that all compute Burn's numbers within that tolerance.
+pub mod command;
 pub mod driver;
+pub mod report;
+
+use crate::candidate::Candidate;
+use crate::confirm::{executed_partitions, group_by_fingerprint, install};
+use crate::tracing::{TraceOptions, trace};
+use crate::tune::verify::{VerifyOutcome, verify};
+use blaze_ir::plan::Regime;
+use blaze_runtime::{Model, ModelFactory, StepOutput};
+use driver::{Arms, Clock, Driver, Schedule};
+use report::{Arm, LiveReport};
+use std::time::{Duration, Instant};
+
+/// The environment switch: `1`/`on` turns live mode on, anything else (or unset) leaves it off.
+pub const LIVE_ENV: &str = "BLAZE_LIVE";
+/// Steps before the first drift check (default [`Schedule::default`]'s).
+pub const FIRST_CHECK_ENV: &str = "BLAZE_LIVE_FIRST_CHECK";
+
+/// Which arms a live run prepares, and its schedule.
+#[derive(Clone, Debug)]
+pub struct LiveOptions {
+    pub schedule: Schedule,
+    /// Beam widths raced as settings-only arms.
+    pub max_blocks: Vec<u32>,
+    /// Cut plans from the plan space (e-graph representatives) raced as arms.
+    pub cut_arms: usize,
+    /// Race fusion off as an arm (never kept: it is Burn's stock setting, not a plan).
+    pub fusion_off: bool,
+    pub seed: u64,
+}
+
+impl Default for LiveOptions {
+    fn default() -> Self {
+        Self { schedule: Schedule::default(), max_blocks: vec![1, 2, 8], cut_arms: 2, fusion_off: true, seed: 0 }
+    }
+}
+
+impl LiveOptions {
+    /// The options the environment asks for; None when live mode is off.
+    pub fn from_env() -> Option<Self> {
+        let on = std::env::var(LIVE_ENV).is_ok_and(|v| matches!(v.trim(), "1" | "on" | "true"));
+        if !on {
+            return None;
+        }
+        let mut opts = Self::default();
+        if let Some(n) = std::env::var(FIRST_CHECK_ENV).ok().and_then(|v| v.trim().parse().ok()) {
+            opts.schedule.first_check = n;
+        }
+        Some(opts)
+    }
+}
+
+/// A live run; see the module docs. `Live::off()` steps the model and does nothing else.
+pub struct Live {
+    inner: Option<Running>,
+}
+
+struct Running {
+    driver: Driver,
+    arms: DeviceArms,
+    clock: WallClock,
+    report: LiveReport,
+}
+
+impl Live {
+    /// Live mode as the environment asks ([`LIVE_ENV`]). A failure to prepare is a warning,
+    /// never an error in the user's program: the run goes on under Burn's plan.
+    pub fn from_env(factory: &dyn ModelFactory, regime: Regime) -> Self {
+        match LiveOptions::from_env() {
+            None => Self::off(),
+            Some(opts) => Self::start(factory, regime, &opts, &mut |_| {}).unwrap_or_else(|e| {
+                eprintln!("warning: blaze: live mode could not start ({e:#}); using Burn's own fusion plan");
+                Self::off()
+            }),
+        }
+    }
+
+    pub fn off() -> Self {
+        Self { inner: None }
+    }
+
+    /// Prepares the arms on side instances (trace, plan space, confirm, verify) and starts the
+    /// schedule under Burn's plan.
+    pub fn start(factory: &dyn ModelFactory, regime: Regime, opts: &LiveOptions, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Self> {
+        let started = Instant::now();
+        let (cands, arms, refused) = prepare(factory, regime, opts, progress)?;
+        let can_win = cands.iter().map(|c| !c.unfused).collect();
+        let driver = Driver::new(opts.schedule.clone(), can_win);
+        let desc = factory.build(regime).map_err(anyhow::Error::msg)?.describe();
+        let report = LiveReport::new(&desc, &opts.schedule, arms, refused, started.elapsed().as_secs_f64());
+        install(&cands[0]);
+        let clock = WallClock(Instant::now());
+        Ok(Self { inner: Some(Running { driver, arms: DeviceArms(cands), clock, report }) })
+    }
+
+    /// One training step of `model`, under the arm the schedule says.
+    pub fn step(&mut self, model: &mut dyn Model) -> StepOutput {
+        let Some(run) = self.inner.as_mut() else { return model.step(false) };
+        // The step starts at a sync: plans index operations from it (see blaze_burn's
+        // step_boundary); after the previous step's sync this is an empty drain.
+        model.sync();
+        run.driver.before_step(&mut run.arms, &run.clock);
+        let out = model.step(false);
+        // The step read its loss back; this makes sure the device is done before timing.
+        model.sync();
+        let before = run.driver.events.len();
+        run.driver.after_step(&run.clock);
+        for event in &run.driver.events[before..] {
+            eprintln!("[blaze live step {}] {}", event.step, report::event_text(event, &run.report.arms));
+        }
+        out
+    }
+
+    /// What the run measured and decided so far (None when live mode is off).
+    pub fn report(&self) -> Option<LiveReport> {
+        let run = self.inner.as_ref()?;
+        Some(run.report.finish(&run.driver))
+    }
+}
+
+/// Installs arms on the device.
+struct DeviceArms(Vec<Candidate>);
+
+impl Arms for DeviceArms {
+    fn install(&mut self, arm: usize) {
+        install(&self.0[arm]);
+    }
+}
+
+struct WallClock(Instant);
+
+impl Clock for WallClock {
+    fn now(&self) -> Duration {
+        self.0.elapsed()
+    }
+}
+
+/// Trace, plan space, confirm (duplicates go), verify (refusals go): the arms, Burn's plan
+/// first, with the refused ones and why.
+fn prepare(factory: &dyn ModelFactory, regime: Regime, opts: &LiveOptions, progress: &mut dyn FnMut(&str)) -> anyhow::Result<(Vec<Candidate>, Vec<Arm>, Vec<Arm>)> {
+    progress("live: trace");
+    let traced = trace(factory, &TraceOptions::new(regime, 3))?;
+    let (requested, canon) = crate::space::candidates(&traced, opts.cut_arms + 1, opts.seed);
+    let mut cands = vec![Candidate::new(0, vec![])];
+    let cut_reps = canon.representatives().into_iter().filter(|&i| !requested[i].cuts.is_empty()).take(opts.cut_arms);
+    cands.extend(cut_reps.map(|i| requested[i].cuts.clone()).collect::<Vec<_>>().into_iter().map(|cuts| Candidate::new(0, cuts)));
+    cands.extend(crate::tune::settings_candidates(0, &opts.max_blocks));
+    if opts.fusion_off {
+        cands.push(Candidate::fusion_off(0));
+    }
+    renumber(&mut cands);
+    progress(&format!("live: confirm {} arms", cands.len()));
+    let mut side = factory.build(regime).map_err(anyhow::Error::msg)?;
+    let refs: Vec<&Candidate> = cands.iter().collect();
+    let parts = executed_partitions(side.as_mut(), &refs, |_, _| {});
+    drop(side);
+    let ids: Vec<usize> = cands.iter().map(|c| c.id).collect();
+    let mut kept: Vec<Candidate> = group_by_fingerprint(&ids, &parts).iter().map(|g| cands[g[0]].clone()).collect();
+    kept.sort_by_key(|c| c.id);
+    let (mut arms, mut refused, mut out) = (Vec::new(), Vec::new(), Vec::new());
+    for c in kept {
+        let outcome = if c.is_burn() { VerifyOutcome::NothingToCheck } else {
+            progress(&format!("live: verify {}", c.to_text()));
+            verify(factory, regime, &c, false)
+        };
+        let keep = c.is_burn() || matches!(outcome, VerifyOutcome::Verified { .. });
+        let arm = Arm { text: c.to_text(), verify: format!("{outcome:?}") };
+        if keep {
+            arms.push(arm);
+            out.push(c);
+        } else {
+            refused.push(arm);
+        }
+    }
+    renumber(&mut out);
+    for (arm, c) in arms.iter_mut().zip(&out) {
+        arm.text = c.to_text();
+    }
+    Ok((out, arms, refused))
+}
+
+/// Arm ids are positions.
+fn renumber(cands: &mut [Candidate]) {
+    for (i, c) in cands.iter_mut().enumerate() {
+        c.id = i;
+    }
+}

@@ -1,6 +1,6 @@
 //! `user-model train --bundle model.blaze`: the user's own training program, as it would use
-//! Blaze outside blazec: one call at start-up, then train, then evaluate. Nothing else in the
-//! program knows about plans; the bundle's training entry is installed during training and its
+//! Blaze outside blazec: one call at start-up, a step boundary (one device sync) at the start
+//! of every step, then train, then evaluate. Nothing else in the program knows about plans; the bundle's training entry is installed during training and its
 //! forward entry during evaluation, chosen by the op stream the program runs.
 use crate::model::TinyMlpLm;
 use blaze_ir::plan::Regime;
@@ -51,6 +51,9 @@ pub fn train_then_evaluate(opts: &Options) -> Result<(), String> {
 /// Runs `steps` steps, the last one recorded; the executed partition's fingerprint.
 fn run(model: &mut dyn Model, steps: usize) -> String {
     for _ in 1..steps {
+        // The step boundary a plan needs (`blaze_burn::step_boundary(&device)` in a program
+        // that holds its device; the Model trait's sync is the same device sync).
+        model.sync();
         model.step(false);
     }
     model.sync();

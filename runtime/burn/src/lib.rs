@@ -4,6 +4,10 @@
 //!   this device and Burn version, and installs the one whose op stream the program runs, from
 //!   the sync after its first step; a switch from training to evaluation installs the other.
 //!   Never panics; when nothing fits, Burn's own plan stays and one warning says why.
+//! * [`step_boundary`]: one device sync at the start of every step. Plans name operations by
+//!   their index since the last sync (the patched fuser counts from there), and a step whose
+//!   loss is read back does not always drain the stream, so without it a plan would apply to
+//!   the first step only and the watch could not recognise a step.
 //! * [`init_params`], [`device_info`]: what an implementation of `blaze_runtime::Model`
 //!   needs so that blazec can trace, verify and time it (seeded weights drawn at build time,
 //!   the device described for plan contracts).
@@ -16,6 +20,13 @@ mod params;
 pub use blaze_runtime::{BundleHandle, Description, Model, ModelFactory, StepOutput};
 pub use device::{COMPILER, default_device, device_info};
 pub use params::init_params;
+
+/// Marks the start of a step: syncs `device`, so the step's operations are indexed from here
+/// (see the crate docs). After a step that read its loss back the device is idle anyway; the
+/// cost is one empty drain.
+pub fn step_boundary(device: &burn::tensor::Device) {
+    let _ = device.sync();
+}
 
 /// Loads the bundle at `path` for `device` (see the crate docs). Call it before the first
 /// tensor operation, so a submission setting in the entries can still apply, and keep the

@@ -1,0 +1,91 @@
+//! `blazec live <model>`: a training run of a built-in (or harness) model in live mode, with
+//! the report written at the end. Optionally the conditions change mid-run (`--switch-at`
+//! with another batch), so that the drift checks have something to find.
+use super::report::LiveReport;
+use super::{Live, LiveOptions};
+use crate::cli::{ModelArgs, Resolver, resolve_model};
+use crate::tune_cli::RaceArgs;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Clone)]
+pub struct LiveArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Training steps of the run (selection, settled steps and checks all count).
+    #[arg(long, default_value_t = 5000)]
+    pub steps: u64,
+    /// Steps from settling to the first drift check; each clean check doubles the delay.
+    #[arg(long, default_value_t = 500)]
+    pub first_check: u64,
+    /// Beam widths raced as settings-only arms.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,8")]
+    pub max_blocks: Vec<u32>,
+    /// Cut plans from the plan space raced as arms.
+    #[arg(long, default_value_t = 2)]
+    pub cut_arms: usize,
+    /// Leave fusion off out of the race (it is never kept, only measured as the stock setting).
+    #[arg(long)]
+    pub no_fusion_off: bool,
+    /// Rules of the selection race.
+    #[command(flatten)]
+    pub race: RaceArgs,
+    /// Most rounds of a drift check.
+    #[arg(long, default_value_t = 40)]
+    pub check_rounds: u32,
+    /// Change the conditions at this step: the run goes on with a fresh instance at
+    /// `--switch-batch` (the plans' operation positions stay those of the same model).
+    #[arg(long, requires = "switch_batch")]
+    pub switch_at: Option<u64>,
+    #[arg(long)]
+    pub switch_batch: Option<usize>,
+    /// Write the report (RON) here, and a markdown table beside it (.md).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+}
+
+pub fn live(resolve: &Resolver, args: &LiveArgs) -> anyhow::Result<()> {
+    let factory = resolve_model(resolve, &args.model)?;
+    let switched = match args.switch_batch {
+        Some(b) => Some(resolve_model(resolve, &ModelArgs { batch: Some(b), ..args.model.clone() })?),
+        None => None,
+    };
+    if let Some(out) = &args.output {
+        crate::run::prepare_output(out)?;
+    }
+    let mut opts = LiveOptions { max_blocks: args.max_blocks.clone(), cut_arms: args.cut_arms, fusion_off: !args.no_fusion_off, ..LiveOptions::default() };
+    opts.schedule.first_check = args.first_check;
+    opts.schedule.select = args.race.rules();
+    opts.schedule.check = crate::tune::race::RaceRules { max_rounds: args.check_rounds, ..opts.schedule.check.clone() };
+    let mut progress = crate::tune_cli::progress_printer("live", true);
+    let mut live = Live::start(factory.as_ref(), args.model.regime, &opts, &mut progress)?;
+    let mut model = factory.build(args.model.regime).map_err(anyhow::Error::msg)?;
+    let mut losses = Vec::with_capacity(args.steps as usize);
+    for step in 0..args.steps {
+        if Some(step) == args.switch_at {
+            let other = switched.as_ref().expect("clap requires --switch-batch");
+            progress(&format!("step {step}: conditions change: {}", other.name()));
+            model = other.build(args.model.regime).map_err(anyhow::Error::msg)?;
+        }
+        let out = live.step(model.as_mut());
+        anyhow::ensure!(out.loss.is_finite(), "step {step}: the loss is not finite ({})", out.loss);
+        losses.push(out.loss);
+    }
+    let report = live.report().expect("live mode is on");
+    println!("{}", report.to_markdown());
+    if let Some(out) = &args.output {
+        write_report(out, &report, &losses)?;
+    }
+    Ok(())
+}
+
+/// The report (with the run's losses) as RON, and its markdown beside it.
+fn write_report(out: &std::path::Path, report: &LiveReport, losses: &[f32]) -> anyhow::Result<()> {
+    #[derive(serde::Serialize)]
+    struct WithLosses<'a> {
+        report: &'a LiveReport,
+        losses: &'a [f32],
+    }
+    crate::run::write_atomic(out, &crate::run::to_ron(&WithLosses { report, losses }))?;
+    crate::run::write_atomic(&out.with_extension("md"), &report.to_markdown())
+}
