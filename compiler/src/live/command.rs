@@ -79,13 +79,16 @@ pub fn live(resolve: &Resolver, args: &LiveArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What `blazec live -o` writes: the report and every step's loss.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct LiveRun {
+    pub report: LiveReport,
+    pub losses: Vec<f32>,
+}
+
 /// The report (with the run's losses) as RON, and its markdown beside it.
 fn write_report(out: &std::path::Path, report: &LiveReport, losses: &[f32]) -> anyhow::Result<()> {
-    #[derive(serde::Serialize)]
-    struct WithLosses<'a> {
-        report: &'a LiveReport,
-        losses: &'a [f32],
-    }
-    crate::run::write_atomic(out, &crate::run::to_ron(&WithLosses { report, losses }))?;
+    let run = LiveRun { report: report.clone(), losses: losses.to_vec() };
+    crate::run::write_atomic(out, &crate::run::to_ron(&run))?;
     crate::run::write_atomic(&out.with_extension("md"), &report.to_markdown())
 }
