@@ -107,6 +107,10 @@ enum Command {
         /// version, model, regime and shapes; a new bundle when there is no file).
         #[arg(long)]
         bundle: Option<PathBuf>,
+        /// With --bundle: also ship the CubeCL autotune decisions of this cache root (a
+        /// directory a run or tune used as BLAZE_AUTOTUNE_CACHE) for this device.
+        #[arg(long, requires = "bundle")]
+        autotune_cache: Option<PathBuf>,
     },
     /// Enumerate candidate plans of a trace, collapse duplicates with the e-graph, confirm the
     /// survivors on the device, and report the counts (and false merges).
@@ -320,7 +324,7 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             println!("{}", tracing::summary(&trace));
             Ok(())
         }
-        Command::Plan { trace, cuts, every_live, max_blocks, max_tasks, output, bundle } => {
+        Command::Plan { trace, cuts, every_live, max_blocks, max_tasks, output, bundle, autotune_cache } => {
             let trace = read_trace(&trace)?;
             let cuts = match every_live {
                 Some(k) => trace.live_cut_points().into_iter().step_by(k.max(1)).collect(),
@@ -334,8 +338,13 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             println!("plan with {} cut(s) of {} cut points{settings} written to {}", plan.cuts.len(), plan.cut_points.len(), output.display());
             if let Some(bundle) = bundle {
                 let key = blaze_ir::bundle::EntryKey::of(&plan.contract);
+                let device = plan.contract.device.clone();
                 let replaced = crate::tune_cli::add_to_bundle(&bundle, plan)?;
                 println!("bundle {}: {} the entry for {key}", bundle.display(), if replaced { "replaced" } else { "added" });
+                if let Some(cache) = autotune_cache {
+                    let file = crate::autotune::add_to_bundle(&bundle, &cache, &device)?;
+                    println!("bundle {}: {} autotune decisions for this device in {}", bundle.display(), file.decisions, file.file);
+                }
             }
             Ok(())
         }

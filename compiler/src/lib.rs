@@ -8,6 +8,7 @@
 //! the race's own error rates.
 //! [`cli`] is the `blazec` front end; a user's own binary calls [`cli::main_with`] to get the
 //! same commands for its models.
+pub mod autotune;
 pub mod bench;
 pub mod candidate;
 pub mod check;

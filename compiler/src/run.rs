@@ -67,10 +67,18 @@ pub struct RunReport {
     pub plan_load_ms: Option<f64>,
     #[serde(default)]
     pub op_stream_check_ms: Option<f64>,
+    /// Wall time of each warm-up step (the first holds compilation and autotune), ms.
+    #[serde(default)]
+    pub warmup_ms: Vec<f64>,
 }
 
 pub fn run(resolve: &Resolver, args: &RunArgs) -> anyhow::Result<()> {
     let factory = resolve_model(resolve, &args.model)?;
+    // A bundle's autotune decisions go into CubeCL's cache before the first tensor operation
+    // (building the model runs some), as `blaze_burn::init` does.
+    if let Some(bundle) = &args.bundle {
+        blaze_burn::seed_autotune(bundle, &blaze_burn::device_info());
+    }
     let mut model = factory.build(args.model.regime).map_err(anyhow::Error::msg)?;
     let planned = args.plan.as_ref().map(|p| load_plan(p, &contract_of(model.as_ref(), "")));
     let bundled = args.bundle.as_ref().map(|p| load_bundle(p, &model.describe().device));
@@ -88,6 +96,7 @@ pub fn run(resolve: &Resolver, args: &RunArgs) -> anyhow::Result<()> {
     if let (Some(load), Some(check)) = (report.plan_load_ms, report.op_stream_check_ms) {
         println!("plan load {load:.3} ms; automatic op-stream check {check:.3} ms");
     }
+    println!("warm-up step ms: {:?}", report.warmup_ms.iter().map(|t| t.round()).collect::<Vec<_>>());
     println!("losses: {:?}", report.losses);
     println!("step ms: {:?}", report.step_ms.iter().map(|t| (t * 100.0).round() / 100.0).collect::<Vec<_>>());
     println!("partition {} ({} ops, {} blocks, {} fused)", report.partition.fingerprint(), report.ops,
@@ -159,7 +168,12 @@ impl Loaded<'_> {
 /// Warm-up, the op-stream check of a loaded plan, timed steps and one recorded step.
 pub fn run_loaded(model: &mut dyn Model, loaded: Option<Loaded>, warmup: u32, settle: Settle, steps: u32) -> RunReport {
     let mut losses = Vec::new();
-    losses.extend(crate::session::settle(model, Settle::Steps(warmup as usize)));
+    let mut warmup_ms = Vec::new();
+    for _ in 0..warmup {
+        let start = std::time::Instant::now();
+        losses.extend(crate::session::settle(model, Settle::Steps(1)));
+        warmup_ms.push(start.elapsed().as_secs_f64() * 1e3);
+    }
     let (first, out) = record_step(model, false);
     losses.push(out.loss);
     let op_stream = op_stream_fingerprint(&first.traced_ops());
@@ -194,6 +208,7 @@ pub fn run_loaded(model: &mut dyn Model, loaded: Option<Loaded>, warmup: u32, se
         hook_calls_after_warmup: calls().saturating_sub(calls_before),
         plan_load_ms: costs.map(|c| c.0),
         op_stream_check_ms: costs.map(|c| c.1),
+        warmup_ms,
     }
 }
 

@@ -143,15 +143,28 @@ pub fn pin_autotune_cache(dir: &Path) -> anyhow::Result<PathBuf> {
     let dir = dir.canonicalize().with_context(|| format!("cannot resolve {}", dir.display()))?;
     // SAFETY: called from `main`'s thread before any other thread exists (see the callers).
     unsafe { std::env::set_var(AUTOTUNE_CACHE_ENV, &dir) };
-    cubecl::environment::set_root(dir.clone());
+    root_cubecl_at(dir.clone());
     Ok(dir)
 }
 
-/// A process started with a pinned cache in its environment adopts it.
+/// A process started with a pinned cache in its environment adopts it (creating the
+/// directory: CubeCL does not, and silently keeps nothing when it is missing).
 pub fn adopt_pinned_autotune_cache() {
     if let Some(dir) = std::env::var_os(AUTOTUNE_CACHE_ENV) {
-        cubecl::environment::set_root(PathBuf::from(dir));
+        let _ = std::fs::create_dir_all(&dir);
+        root_cubecl_at(PathBuf::from(dir));
     }
+}
+
+/// Roots CubeCL's environment (autotune and compilation caches) at `dir`. CubeCL sets the root
+/// from its own configuration when that first loads (at the first device use), which silently
+/// undid a `set_root` made earlier: until this was found (session 6, strace), every process
+/// kept using the default root (`<workspace>/target/environment` or `~/.cache/cubecl`). So the
+/// configuration is loaded first, and the root set after it.
+fn root_cubecl_at(dir: PathBuf) {
+    use cubecl::config::RuntimeConfig;
+    let _ = cubecl::config::CubeClRuntimeConfig::get();
+    cubecl::environment::set_root(dir);
 }
 
 pub fn run_tune(resolve: &Resolver, args: &TuneArgs) -> anyhow::Result<()> {
@@ -245,6 +258,11 @@ fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path
     if let Some(bundle) = &args.bundle {
         let replaced = add_to_bundle(bundle, plan.clone())?;
         println!("bundle {}: {} the entry for {}", bundle.display(), if replaced { "replaced" } else { "added" }, blaze_ir::bundle::EntryKey::of(&plan.contract));
+        // The autotune decisions every candidate ran with (the tune's pinned cache).
+        if let Some(cache) = std::env::var_os(AUTOTUNE_CACHE_ENV) {
+            let file = crate::autotune::add_to_bundle(bundle, Path::new(&cache), &plan.contract.device)?;
+            println!("bundle {}: {} autotune decisions for this device in {}", bundle.display(), file.decisions, file.file);
+        }
     }
     Ok(())
 }

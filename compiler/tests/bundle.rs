@@ -69,3 +69,59 @@ fn run_with_a_bundle_installs_the_entry_whose_op_stream_it_runs() {
         assert!(stdout.contains("plan load ") && bundled.plan_load_ms.is_some(), "{stdout}");
     }
 }
+
+/// Issue 13 item 3 on lavapipe: the autotune decisions of a warm cache travel in the bundle
+/// (version 2); a run on a fresh cache imports every one before its first operation, installs
+/// the entry and computes exactly what a run of the plan file without them computes; the
+/// decisions are then in the fresh cache (a second run finds them already present).
+#[test]
+fn a_bundle_ships_autotune_decisions_and_a_fresh_cache_imports_them() {
+    let dir = scratch("autotune-bundle");
+    let model = ["chain-32", "--batch", "4"];
+    let cache = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let with_cache = |args: &[&str], name: &str| {
+        let out = blazec_env(args, &[("BLAZE_AUTOTUNE_CACHE", &cache(name))]);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        out
+    };
+    let run_args = |extra: &[&str], report: &std::path::Path| -> Vec<String> {
+        let mut a: Vec<String> = ["run"].iter().chain(model.iter()).chain(["--steps", "1", "--settle-ms", "0", "--report"].iter()).map(|s| s.to_string()).collect();
+        a.push(report.to_str().unwrap().into());
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+
+    let trace_path = dir.join("t.ron");
+    let mut trace_args = vec!["trace"];
+    trace_args.extend(model);
+    trace_args.extend(["-o", trace_path.to_str().unwrap()]);
+    with_cache(&trace_args, "warm");
+    let bundle = dir.join("model.blaze");
+    let plan = dir.join("p.ron");
+    let out = ok(&["plan", "--trace", trace_path.to_str().unwrap(), "--every-live", "3", "-o", plan.to_str().unwrap(), "--bundle", bundle.to_str().unwrap(), "--autotune-cache", &cache("warm")]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let decisions: usize = stdout.lines().find_map(|l| l.split(": ").nth(1)?.strip_suffix(" autotune decisions for this device in model.blaze.autotune/llvmpipe-llvm-15-0-6-256-bits-vulkan-wgsl.cubecl")?.parse().ok()).unwrap_or(0);
+    assert!(decisions >= 1, "{stdout}");
+    assert!(std::fs::read_to_string(&bundle).unwrap().contains("format_version: 2"));
+
+    let seeded_report = dir.join("seeded.ron");
+    let a = run_args(&["--bundle", bundle.to_str().unwrap()], &seeded_report);
+    let out = with_cache(&a.iter().map(String::as_str).collect::<Vec<_>>(), "fresh");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(stderr.contains(&format!("autotune cache from {}: {decisions} decisions imported, 0 already present", dir.join("model.blaze.autotune/llvmpipe-llvm-15-0-6-256-bits-vulkan-wgsl.cubecl").display())), "{stderr}");
+    let seeded = read_report(&seeded_report);
+    assert!(seeded.plan.starts_with("applied (bundle entry chain-32-b4"), "{}", seeded.plan);
+
+    let plain_report = dir.join("plain.ron");
+    let a = run_args(&["--plan", plan.to_str().unwrap()], &plain_report);
+    with_cache(&a.iter().map(String::as_str).collect::<Vec<_>>(), "fresh-without");
+    let plain = read_report(&plain_report);
+    assert_eq!(seeded.losses, plain.losses, "the shipped decisions change no number");
+    assert_eq!(seeded.partition.fingerprint(), plain.partition.fingerprint());
+
+    let again = dir.join("again.ron");
+    let a = run_args(&["--bundle", bundle.to_str().unwrap()], &again);
+    let out = with_cache(&a.iter().map(String::as_str).collect::<Vec<_>>(), "fresh");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("0 decisions imported, {decisions} already present")), "the first run left them in its cache: {stderr}");
+}

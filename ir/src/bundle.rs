@@ -5,17 +5,35 @@
 //!
 //! Versions: like plans, `format_version` is read first; a plan file (any readable plan
 //! version) is read as a bundle of one entry, so old single-plan files stay loadable wherever a
-//! bundle is accepted.
-use crate::plan::{Contract, PlanError, PlanFile};
+//! bundle is accepted. Version 2 adds `autotune`: per device, a CubeCL environment bundle (the
+//! autotune decisions the tune's kernels used) in a file beside the bundle, imported into
+//! CubeCL's cache at start-up so a fresh machine skips autotune for every known key. A bundle
+//! without autotune files is written as version 1, which older Blaze builds read.
+use crate::plan::{Contract, DeviceInfo, PlanError, PlanFile};
 use serde::{Deserialize, Serialize};
 
-pub const BUNDLE_FORMAT_VERSION: u32 = 1;
+pub const BUNDLE_FORMAT_VERSION: u32 = 2;
+pub const OLDEST_READABLE_BUNDLE: u32 = 1;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Bundle {
     pub format_version: u32,
     /// The plans, at most one per [`EntryKey`].
     pub entries: Vec<PlanFile>,
+    /// CubeCL autotune decisions, at most one file per device and Burn version (version 2 on).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub autotune: Vec<AutotuneFile>,
+}
+
+/// A CubeCL environment bundle holding the autotune decisions made on one device.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AutotuneFile {
+    pub device: DeviceInfo,
+    pub burn_version: String,
+    /// Path relative to the bundle's directory (no `..`, not absolute).
+    pub file: String,
+    /// Decisions it holds (for reports; the import counts again).
+    pub decisions: usize,
 }
 
 /// What an entry is for: two entries with the same key would be ambiguous.
@@ -52,7 +70,7 @@ impl std::fmt::Display for EntryKey {
 
 impl Bundle {
     pub fn new() -> Self {
-        Self { format_version: BUNDLE_FORMAT_VERSION, entries: Vec::new() }
+        Self { format_version: BUNDLE_FORMAT_VERSION, entries: Vec::new(), autotune: Vec::new() }
     }
 
     /// Parses a bundle, or a plan file as a bundle of one entry; validates every entry and
@@ -63,7 +81,7 @@ impl Bundle {
         }
         // Bundles are written with their struct name; anything else is read as a plan file.
         if !text.trim_start().starts_with("Bundle") {
-            return PlanFile::parse(text).map(|plan| Self { format_version: BUNDLE_FORMAT_VERSION, entries: vec![plan] });
+            return PlanFile::parse(text).map(|plan| Self { entries: vec![plan], ..Self::new() });
         }
         #[derive(Deserialize)]
         #[serde(rename = "Bundle")]
@@ -71,8 +89,8 @@ impl Bundle {
             format_version: u32,
         }
         let version: Version = ron::from_str(text).map_err(|e| PlanError::Malformed(e.to_string()))?;
-        if version.format_version != BUNDLE_FORMAT_VERSION {
-            return Err(PlanError::UnknownVersion { found: version.format_version, oldest: BUNDLE_FORMAT_VERSION, newest: BUNDLE_FORMAT_VERSION });
+        if !(OLDEST_READABLE_BUNDLE..=BUNDLE_FORMAT_VERSION).contains(&version.format_version) {
+            return Err(PlanError::UnknownVersion { found: version.format_version, oldest: OLDEST_READABLE_BUNDLE, newest: BUNDLE_FORMAT_VERSION });
         }
         let bundle: Bundle = ron::from_str(text).map_err(|e| PlanError::Malformed(e.to_string()))?;
         bundle.validate()?;
@@ -94,7 +112,31 @@ impl Bundle {
                 return Err(PlanError::DuplicateEntries(key.to_string()));
             }
         }
+        if self.format_version < 2 && !self.autotune.is_empty() {
+            return Err(PlanError::Malformed("bundle version 1 cannot hold autotune files (they came with version 2)".into()));
+        }
+        let mut devices = std::collections::BTreeSet::new();
+        for a in &self.autotune {
+            check_relative(&a.file)?;
+            if !devices.insert((a.device.adapter.clone(), a.device.backend.clone(), a.device.compiler.clone(), a.burn_version.clone())) {
+                return Err(PlanError::DuplicateEntries(format!("autotune decisions of {} ({}, {}), Burn {}", a.device.adapter, a.device.backend, a.device.compiler, a.burn_version)));
+            }
+        }
         Ok(())
+    }
+
+    /// Adds or replaces the autotune file of `file.device`; returns whether one was replaced.
+    pub fn upsert_autotune(&mut self, file: AutotuneFile) -> bool {
+        let same = |a: &AutotuneFile| a.device == file.device && a.burn_version == file.burn_version;
+        let replaced = self.autotune.iter().any(same);
+        self.autotune.retain(|a| !same(a));
+        self.autotune.push(file);
+        replaced
+    }
+
+    /// The autotune file made on `device` with `burn_version`, if the bundle holds one.
+    pub fn autotune_for(&self, device: &DeviceInfo, burn_version: &str) -> Option<&AutotuneFile> {
+        self.autotune.iter().find(|a| a.device == *device && a.burn_version == burn_version)
     }
 
     /// Adds `plan`, replacing the entry with the same key; returns whether one was replaced.
@@ -127,10 +169,26 @@ impl Bundle {
         Err(PlanError::NoEntry { run: EntryKey::of(actual).to_string(), held: if held.is_empty() { "none".into() } else { held.join("; ") } })
     }
 
+    /// RON text, in the oldest version that holds it (1 without autotune files).
     pub fn to_ron(&self) -> String {
         let config = ron::ser::PrettyConfig::new().depth_limit(5).struct_names(true);
-        ron::ser::to_string_pretty(self, config).expect("bundles always serialise")
+        let required = if self.autotune.is_empty() { OLDEST_READABLE_BUNDLE } else { 2 };
+        // A bundle built here (current version) is written in the oldest version that holds it;
+        // an explicitly older or newer one keeps its number (at least what it needs).
+        let version = if self.format_version == BUNDLE_FORMAT_VERSION { required } else { self.format_version.max(required) };
+        let written = Bundle { format_version: version, ..self.clone() };
+        ron::ser::to_string_pretty(&written, config).expect("bundles always serialise")
     }
+}
+
+/// An autotune file's path must stay beside the bundle: relative, without `..`.
+fn check_relative(file: &str) -> Result<(), PlanError> {
+    let path = std::path::Path::new(file);
+    let escapes = path.components().any(|c| !matches!(c, std::path::Component::Normal(_)));
+    if file.is_empty() || escapes {
+        return Err(PlanError::Malformed(format!("autotune file `{file}` must be a relative path inside the bundle's directory")));
+    }
+    Ok(())
 }
 
 impl Default for Bundle {
@@ -190,14 +248,47 @@ mod tests {
     #[test]
     fn duplicate_entries_newer_versions_and_bad_entries_are_refused() {
         let p = plan(Regime::Training, "llvmpipe", 3);
-        let two = Bundle { format_version: 1, entries: vec![p.clone(), p.clone()] };
+        let two = Bundle { format_version: 1, entries: vec![p.clone(), p.clone()], autotune: vec![] };
         assert!(matches!(Bundle::parse(&two.to_ron()), Err(PlanError::DuplicateEntries(_))));
-        let newer = Bundle { format_version: 9, entries: vec![] }.to_ron();
-        assert_eq!(Bundle::parse(&newer), Err(PlanError::UnknownVersion { found: 9, oldest: 1, newest: 1 }));
+        let newer = Bundle { format_version: 9, entries: vec![], autotune: vec![] }.to_ron();
+        assert_eq!(Bundle::parse(&newer), Err(PlanError::UnknownVersion { found: 9, oldest: 1, newest: 2 }));
         let mut bad = p;
         bad.cuts = vec![BoundaryId(5)];
-        let one = Bundle { format_version: 1, entries: vec![bad] };
+        let one = Bundle { format_version: 1, entries: vec![bad], autotune: vec![] };
         assert!(matches!(Bundle::parse(&one.to_ron()), Err(PlanError::UnknownBoundaries(_))));
         assert_eq!(Bundle::parse(" "), Err(PlanError::Empty));
+    }
+
+    fn autotune(adapter: &str, file: &str) -> AutotuneFile {
+        let device = DeviceInfo { adapter: adapter.into(), backend: "vulkan".into(), compiler: "wgsl".into() };
+        AutotuneFile { device, burn_version: "0.22.1".into(), file: file.into(), decisions: 12 }
+    }
+
+    /// Version 2: autotune files per device; written as version 1 without them; paths stay
+    /// beside the bundle; one file per device; version 1 cannot hold them.
+    #[test]
+    fn autotune_files_round_trip_in_version_2_and_bad_ones_are_refused() {
+        let mut b = Bundle::new();
+        b.upsert(plan(Regime::Training, "llvmpipe", 3));
+        assert!(b.to_ron().contains("format_version: 1"), "no autotune: version 1");
+        assert!(!b.upsert_autotune(autotune("llvmpipe", "model.blaze.autotune/llvmpipe.cubecl")));
+        assert!(b.upsert_autotune(autotune("llvmpipe", "model.blaze.autotune/llvmpipe-2.cubecl")), "same device: replaced");
+        let text = b.to_ron();
+        assert!(text.contains("format_version: 2"), "{text}");
+        let back = Bundle::parse(&text).unwrap();
+        let device = &back.entries[0].contract.device;
+        assert_eq!(back.autotune_for(device, "0.22.1").unwrap().file, "model.blaze.autotune/llvmpipe-2.cubecl");
+        assert!(back.autotune_for(device, "0.23.0").is_none());
+        for bad in ["../elsewhere.cubecl", "/etc/passwd", ""] {
+            let mut escaping = back.clone();
+            escaping.autotune[0].file = bad.into();
+            let err = Bundle::parse(&escaping.to_ron()).unwrap_err().to_string();
+            assert!(err.contains("must be a relative path inside the bundle's directory"), "{bad}: {err}");
+        }
+        let mut twice = back.clone();
+        twice.autotune.push(twice.autotune[0].clone());
+        assert!(matches!(Bundle::parse(&twice.to_ron()), Err(PlanError::DuplicateEntries(_))));
+        let v1 = text.replace("format_version: 2", "format_version: 1");
+        assert!(Bundle::parse(&v1).unwrap_err().to_string().contains("version 1 cannot hold autotune files"));
     }
 }

@@ -3,7 +3,8 @@
 //! * [`init`]: one call at start-up. Loads a bundle (or a plan file), keeps the entries made for
 //!   this device and Burn version, and installs the one whose op stream the program runs, from
 //!   the sync after its first step; a switch from training to evaluation installs the other.
-//!   Never panics; when nothing fits, Burn's own plan stays and one warning says why.
+//!   Never panics; when nothing fits, Burn's own plan stays and one warning says why. Before
+//!   that it imports the bundle's CubeCL autotune decisions for this device ([`seed_autotune`]).
 //! * [`step_boundary`]: one device sync at the start of every step. Plans name operations by
 //!   their index since the last sync (the patched fuser counts from there), and a step whose
 //!   loss is read back does not always drain the stream, so without it a plan would apply to
@@ -14,11 +15,13 @@
 //!
 //! Unlike blaze-runtime, this crate queries the wgpu adapter (to describe the device); it
 //! still runs no tensor operation of its own except reading parameters in [`init_params`].
+pub mod autotune;
 pub mod device;
 mod params;
 
 pub use blaze_runtime::{BundleHandle, Description, Model, ModelFactory, StepOutput};
 pub use device::{COMPILER, default_device, device_info};
+pub use autotune::{Seeded, seed_autotune};
 pub use params::init_params;
 
 /// Marks the start of a step: syncs `device`, so the step's operations are indexed from here
@@ -36,5 +39,9 @@ pub fn step_boundary(device: &burn::tensor::Device) {
 /// the default device; for another adapter, call [`blaze_runtime::load_bundle`] with its
 /// [`blaze_ir::plan::DeviceInfo`].
 pub fn init(_device: &burn::tensor::Device, path: impl AsRef<std::path::Path>) -> BundleHandle {
-    blaze_runtime::load_bundle(path, &device_info())
+    let info = device_info();
+    let seeded = seed_autotune(path.as_ref(), &info);
+    let mut handle = blaze_runtime::load_bundle(path, &info);
+    handle.notes.extend(seeded.map(|s| format!("autotune: {} decisions imported from {}, {} already present", s.imported, s.file, s.already_present)));
+    handle
 }
