@@ -19,6 +19,14 @@
 #                              blazec run without and with the plan $PLAN (order alternating), a
 #                              fresh process each, $WIDTH_STEPS timed steps: is the plan applied, does
 #                              its advantage hold in a process of its own
+#   live:<model>:<steps>[:<at>:<batch>]
+#                              blazec live (training) for <steps> steps, extra $LIVE_ARGS; with <at>:<batch>
+#                              the batch switches at step <at> (drift for the checks to find)
+#   coldstart:<model>:<regime>:<reps>
+#                              issue 13's cold-start table: a warm cache is exported into a bundle (a plan
+#                              cutting every 4th live cut point), then fresh processes, each with an empty
+#                              CubeCL cache and an empty NVIDIA shader cache, alternate without and with
+#                              the bundle's autotune decisions: warm-up step times, steady steps, losses
 #   overhead:<pairs>           stock vs patched burn-fusion, order AB then BA, attention-d$OVERHEAD_D (257) training
 #   demo                       blazec demo at the reference shape
 #
@@ -121,6 +129,27 @@ for stage in ${STAGES:-}; do
           timed 90 /tmp/blaze-overhead-$v ${OVERHEAD_D:-257} 16 256 5 ${OVERHEAD_STEPS:-100} > $R/$name.txt 2>&1
         done
         [ $((rep % 4)) -eq 0 ] && pack
+      done ;;
+    live)
+      extra=""; [ -n "$c" ] && extra="--switch-at ${c%%:*} --switch-batch ${c##*:}"
+      name=live-$a; timed ${LIVE_TIMEOUT:-560} /tmp/blazec live $a --steps $b $extra ${LIVE_ARGS:-} \
+        -o $R/live-$a.ron > $R/live-$a.txt 2> $R/live-$a.progress.txt ;;
+    coldstart)
+      cs=$R/coldstart-$a-$b; mkdir -p $cs
+      name=cs-warm; timed 300 env BLAZE_AUTOTUNE_CACHE=/tmp/cs-warm /tmp/blazec run $a --regime $b --steps 5 > $cs/warm.txt 2>&1
+      name=cs-trace; timed 200 env BLAZE_AUTOTUNE_CACHE=/tmp/cs-warm /tmp/blazec trace $a --regime $b -o $cs/t.ron > $cs/trace.txt 2>&1
+      rm -f $cs/model.blaze*
+      /tmp/blazec plan --trace $cs/t.ron --every-live 4 -o $cs/p.ron --bundle $cs/model.blaze --autotune-cache /tmp/cs-warm > $cs/bundle.txt 2>&1
+      for rep in $(seq 1 ${c:-2}); do
+        order="without with"; [ $((rep % 2)) -eq 0 ] && order="with without"
+        for v in $order; do
+          name=cs-$v-$rep; extra="--plan $cs/model.blaze"; [ $v = with ] && extra="--bundle $cs/model.blaze"
+          rm -rf /tmp/cs-fresh /tmp/cs-nv; mkdir -p /tmp/cs-nv
+          timed 300 env BLAZE_AUTOTUNE_CACHE=/tmp/cs-fresh __GL_SHADER_DISK_CACHE_PATH=/tmp/cs-nv /tmp/blazec run $a --regime $b \
+            --warmup 5 --steps ${CS_STEPS:-100} --settle-ms 0 --report $cs/$v-$rep.ron > $cs/$v-$rep.txt 2>&1
+          python3 -c "import re,sys; t=open('$cs/$v-$rep.ron').read(); [t:=re.sub(r'logits: \[[^\]]*\]', 'logits: []', t)]; open('$cs/$v-$rep.ron','w').write(t)" 2>/dev/null
+        done
+        pack
       done ;;
     demo)
       timed 200 /tmp/blazec demo --steps 20 --out $R/demo > $R/demo.txt 2>&1 ;;
