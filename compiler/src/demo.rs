@@ -30,15 +30,31 @@ pub struct DemoArgs {
     pub out: PathBuf,
 }
 
+/// The shape the demo runs on lavapipe unless told otherwise: the reference shape (batch 16,
+/// sequence 256) took over half an hour there on a busy 2-core machine, printing nothing.
+const CPU_SHAPE: (usize, usize) = (2, 32);
+
 pub fn demo(resolve: &Resolver, args: &DemoArgs) -> anyhow::Result<()> {
-    let model_args = ModelArgs { model: args.model.clone(), regime: Regime::Training, batch: args.batch, seq: args.seq };
+    let (mut batch, mut seq) = (args.batch, args.seq);
+    let adapter = blaze_burn::device_info().adapter;
+    if batch.is_none() && seq.is_none() && adapter.contains("llvmpipe") {
+        (batch, seq) = (Some(CPU_SHAPE.0), Some(CPU_SHAPE.1));
+        eprintln!(
+            "note: no GPU here ({adapter}): the demo runs at batch {}, sequence {}, a few minutes after the build; `--batch 16 --seq 256` runs the reference shape (over half an hour on a CPU)",
+            CPU_SHAPE.0, CPU_SHAPE.1
+        );
+    }
+    let model_args = ModelArgs { model: args.model.clone(), regime: Regime::Training, batch, seq };
     let factory = resolve_model(resolve, &model_args)?;
     std::fs::create_dir_all(&args.out)?;
+    let mut progress = crate::tune_cli::progress_printer("demo", false);
 
+    progress("trace (compilation and autotune happen here: the longest stage on a cold machine)");
     let traced = trace(factory.as_ref(), &TraceOptions::new(Regime::Training, 3))?;
     println!("trace: {}", summary(&traced));
     let cuts: Vec<BoundaryId> = traced.live_cut_points().into_iter().step_by(args.every.max(1)).collect();
 
+    progress("run under Burn's plan");
     let mut burn = factory.build(Regime::Training).map_err(anyhow::Error::msg)?;
     let default = run_loaded(burn.as_mut(), None, 2, Settle::For(SETTLE), args.steps);
     drop(burn);
@@ -47,6 +63,7 @@ pub fn demo(resolve: &Resolver, args: &DemoArgs) -> anyhow::Result<()> {
     let plan = traced.plan(cuts.clone());
     write_atomic(&plan_path, &plan.to_ron())?;
 
+    progress("run under the plan file");
     let mut cut = factory.build(Regime::Training).map_err(anyhow::Error::msg)?;
     let loaded = load_plan(&plan_path, &contract_of(cut.as_ref(), ""));
     // The same number of settling steps as Burn's run, so both see the same batches.
