@@ -4,7 +4,7 @@
 use anyhow::Context;
 use blaze_ir::bundle::AutotuneFile;
 use blaze_ir::plan::DeviceInfo;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Exports the autotune decisions under `cache_root` for the bundle at `bundle`, made on
 /// `device`; the file goes to `<bundle>.autotune/<device>.cubecl` and is added to (or replaces
@@ -25,7 +25,7 @@ pub fn add_to_bundle(bundle: &Path, cache_root: &Path, device: &DeviceInfo) -> a
     cubecl::bundle::export(&[cache_root], &out, &options).map_err(|e| anyhow::anyhow!("cannot export the autotune decisions of {}: {e}", cache_root.display()))?;
     let file = AutotuneFile { device: device.clone(), burn_version: blaze_runtime::BURN_VERSION.into(), file: rel, decisions: count(&out)? };
     held.upsert_autotune(file.clone());
-    crate::run::write_atomic(bundle, &held.to_ron())?;
+    crate::files::write_atomic(bundle, &held.to_ron())?;
     Ok(file)
 }
 
@@ -47,6 +47,41 @@ fn slug(device: &DeviceInfo) -> String {
         out = out.replace("--", "-");
     }
     out.trim_matches('-').to_string()
+}
+
+/// Environment variable naming the pinned autotune cache; every blazec process reads it first.
+pub const AUTOTUNE_CACHE_ENV: &str = "BLAZE_AUTOTUNE_CACHE";
+
+/// Points CubeCL's autotune (and compilation) cache at `dir` in this process and every child
+/// it starts, so every candidate of a tune runs the same autotuned kernels. Call it before the
+/// first device operation and before any thread is started.
+pub fn pin_autotune_cache(dir: &Path) -> anyhow::Result<PathBuf> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create the autotune cache {}", dir.display()))?;
+    let dir = dir.canonicalize().with_context(|| format!("cannot resolve {}", dir.display()))?;
+    // SAFETY: called from `main`'s thread before any other thread exists (see the callers).
+    unsafe { std::env::set_var(AUTOTUNE_CACHE_ENV, &dir) };
+    root_cubecl_at(dir.clone());
+    Ok(dir)
+}
+
+/// A process started with a pinned cache in its environment adopts it (creating the
+/// directory: CubeCL does not, and silently keeps nothing when it is missing).
+pub fn adopt_pinned_autotune_cache() {
+    if let Some(dir) = std::env::var_os(AUTOTUNE_CACHE_ENV) {
+        let _ = std::fs::create_dir_all(&dir);
+        root_cubecl_at(PathBuf::from(dir));
+    }
+}
+
+/// Roots CubeCL's environment (autotune and compilation caches) at `dir`. CubeCL sets the root
+/// from its own configuration when that first loads (at the first device use), which silently
+/// undid a `set_root` made earlier: until this was found (session 6, strace), every process
+/// kept using the default root (`<workspace>/target/environment` or `~/.cache/cubecl`). So the
+/// configuration is loaded first, and the root set after it.
+fn root_cubecl_at(dir: PathBuf) {
+    use cubecl::config::RuntimeConfig;
+    let _ = cubecl::config::CubeClRuntimeConfig::get();
+    cubecl::environment::set_root(dir);
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! several GPU calls) without running anything.
 use crate::child::ChildRun;
 use blaze_ir::plan::DeviceInfo;
-use crate::run::{to_ron, write_atomic};
+use crate::files::{to_ron, write_atomic};
 use crate::tune::stats::{PROTOCOL, Summary};
 use clap::Args;
 use serde::{Deserialize, Serialize};
@@ -99,7 +99,7 @@ fn write_rows(path: &Path, rows: &[BenchRow]) -> anyhow::Result<()> {
         protocol: PROTOCOL.into(),
         device: blaze_workloads::device::device_info(),
         commit: option_env!("BLAZE_COMMIT").unwrap_or("unknown").into(),
-        date: crate::run::now_utc(),
+        date: crate::files::now_utc(),
         rows: rows.to_vec(),
     };
     Ok(write_atomic(path, &to_ron(&file))?)

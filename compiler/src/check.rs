@@ -2,7 +2,7 @@
 //! Burn version from the contract; for entries of this device, the model is traced again and
 //! its op-stream fingerprint and cut points are compared with the entry's. Usable in a user's
 //! CI: exit 0 when an entry for this machine fits, 1 otherwise.
-use crate::cli::{Resolver, factory_named};
+use crate::catalog::{Resolver, factory_named};
 use crate::tracing::{TraceOptions, trace};
 use blaze_ir::{Bundle, PlanFile, bundle::EntryKey, plan::DeviceInfo};
 
@@ -14,7 +14,7 @@ pub struct Row {
 
 /// Checks every entry (only those of `model`, when given). `this_device` is the machine's.
 pub fn check(bundle: &Bundle, model: Option<&str>, this_device: &DeviceInfo, resolve: &Resolver, progress: &mut dyn FnMut(&str)) -> Vec<Row> {
-    let chosen = bundle.entries.iter().filter(|p| model.is_none_or(|m| p.contract.model == m || crate::cli::split_shape_suffix(&p.contract.model).is_some_and(|(base, _, _)| base == m)));
+    let chosen = bundle.entries.iter().filter(|p| model.is_none_or(|m| p.contract.model == m || crate::catalog::split_shape_suffix(&p.contract.model).is_some_and(|(base, _, _)| base == m)));
     chosen
         .map(|plan| {
             let entry = EntryKey::of(&plan.contract).to_string();

@@ -3,7 +3,7 @@
 //! Fusion off (`BURN_FUSION_MAX_EXPLORATIONS=0`) is read once per process by Burn, so the
 //! fusion-off arm of `tune` and every row of `bench` run in their own process. A child that
 //! fails, panics or outlives its time limit becomes an error value, never the parent's panic.
-use crate::run::RunReport;
+use crate::runner::RunReport;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

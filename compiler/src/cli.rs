@@ -1,21 +1,11 @@
 //! Command line. Exit codes: 0 success; 1 failure (message on stderr); 2 bad usage; 130 a
 //! child process of blazec whose blazec parent went away (`orphan.rs`).
 use crate::{demo, run, tracing};
+pub use crate::catalog::{Catalog, ModelArgs, Resolver, resolve_model};
+use crate::catalog::{factory_named, factory_of_trace, read_trace};
 use blaze_ir::plan::Regime;
-use blaze_runtime::ModelFactory;
-use clap::{Args, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 use std::path::PathBuf;
-
-/// The models a binary offers: the built-in workloads for `blazec`, a user's own models for
-/// a user binary that calls [`main_with`].
-pub trait Catalog {
-    /// The model `name`, with optional test-size overrides.
-    fn find(&self, name: &str, batch: Option<usize>, seq: Option<usize>) -> Option<Box<dyn ModelFactory>>;
-    /// Every model name at its reference shape.
-    fn names(&self) -> Vec<String>;
-}
-
-pub type Resolver = dyn Catalog;
 
 #[derive(Parser)]
 #[command(name = "blazec", version, about = "Measure Burn kernel-fusion plans instead of guessing them",
@@ -23,21 +13,6 @@ pub type Resolver = dyn Catalog;
 struct Cli {
     #[command(subcommand)]
     command: Command,
-}
-
-#[derive(Args, Clone)]
-pub struct ModelArgs {
-    /// Workload name, e.g. attention-d257 (see `blazec list`).
-    pub model: String,
-    /// forward or training.
-    #[arg(long, default_value = "training")]
-    pub regime: Regime,
-    /// Override the batch size (small test runs; recorded in the model name).
-    #[arg(long)]
-    pub batch: Option<usize>,
-    /// Override the sequence length (small test runs; recorded in the model name).
-    #[arg(long)]
-    pub seq: Option<usize>,
 }
 
 #[derive(Subcommand)]
@@ -234,7 +209,7 @@ pub fn main_with(resolve: &Resolver) -> i32 {
     };
     crate::orphan::exit_with_parent_if_asked();
     // A child of a tune uses the tune's pinned autotune cache.
-    crate::tune_cli::adopt_pinned_autotune_cache();
+    crate::autotune::adopt_pinned_autotune_cache();
     let fault = match injected_fused_fault() {
         Ok(fault) => fault,
         Err(e) => {
@@ -303,23 +278,17 @@ fn check_fault_landed(fault: Option<u64>) -> anyhow::Result<()> {
     anyhow::bail!("the injected fused fault never reached a fuser: operation {op} is not a float add, sub, mul or div that Burn fuses after another operation")
 }
 
-pub fn resolve_model(resolve: &Resolver, args: &ModelArgs) -> anyhow::Result<Box<dyn ModelFactory>> {
-    resolve
-        .find(&args.model, args.batch, args.seq)
-        .ok_or_else(|| anyhow::anyhow!("unknown model `{}` (see `blazec list`)", args.model))
-}
-
 fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
     match command {
         Command::Trace { model, warmup, output, dot, text, max_blocks } => {
             let factory = resolve_model(resolve, &model)?;
             let trace = tracing::trace(factory.as_ref(), &tracing::TraceOptions { regime: model.regime, warmup, max_blocks })?;
-            crate::run::write_atomic(&output, &trace.to_ron())?;
+            crate::files::write_atomic(&output, &trace.to_ron())?;
             if let Some(dot) = dot {
-                crate::run::write_atomic(&dot, &trace.to_dot())?;
+                crate::files::write_atomic(&dot, &trace.to_dot())?;
             }
             if let Some(text) = text {
-                crate::run::write_atomic(&text, &trace.to_text())?;
+                crate::files::write_atomic(&text, &trace.to_text())?;
             }
             println!("{}", tracing::summary(&trace));
             Ok(())
@@ -333,7 +302,7 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             // The trace's width (a trace made with --max-blocks) unless the command gives one.
             let plan = trace.plan(cuts).with_settings(blaze_ir::plan::Settings { max_blocks: max_blocks.or(trace.max_blocks), max_tasks });
             plan.validate()?;
-            crate::run::write_atomic(&output, &plan.to_ron())?;
+            crate::files::write_atomic(&output, &plan.to_ron())?;
             let settings = if plan.settings.is_default() { String::new() } else { format!(", settings {}", plan.settings.to_text()) };
             println!("plan with {} cut(s) of {} cut points{settings} written to {}", plan.cuts.len(), plan.cut_points.len(), output.display());
             if let Some(bundle) = bundle {
@@ -362,7 +331,7 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             let report = crate::space::explore_space(factory.as_ref(), &trace, budget, seed, check_egraph)?;
             println!("{}", crate::space::summary(&report));
             if let Some(out) = output {
-                crate::run::write_atomic(&out, &crate::run::to_ron(&report))?;
+                crate::files::write_atomic(&out, &crate::files::to_ron(&report))?;
             }
             anyhow::ensure!(report.false_merges.is_empty(), "the e-graph merged requests that executed differently: {:?}", report.false_merges);
             Ok(())
@@ -403,18 +372,18 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             anyhow::ensure!(tolerance >= 0.0 && tolerance.is_finite(), "--tolerance must be a finite number >= 0");
             anyhow::ensure!(steps >= 1, "--steps must be at least 1");
             let factory = resolve_model(resolve, &model)?;
-            crate::run::prepare_output(&output)?;
+            crate::files::prepare_output(&output)?;
             let opts = crate::doctor::DoctorOptions { regime: model.regime, steps, tolerance, max_probes };
-            let mut progress = crate::tune_cli::progress_printer("doctor", false);
+            let mut progress = crate::progress::progress_printer("doctor", false);
             let d = crate::doctor::doctor(factory.as_ref(), &opts, &mut progress)?;
             let stem = output.with_extension("");
-            crate::run::write_atomic(&stem.with_extension("doctor.ron"), &crate::run::to_ron(&d.report))?;
+            crate::files::write_atomic(&stem.with_extension("doctor.ron"), &crate::files::to_ron(&d.report))?;
             let md = crate::doctor::markdown(&d.report);
-            crate::run::write_atomic(&stem.with_extension("doctor.md"), &md)?;
+            crate::files::write_atomic(&stem.with_extension("doctor.md"), &md)?;
             if !d.report.cuts.is_empty() {
                 let plan = d.trace.plan(d.report.cuts.iter().map(|&c| blaze_ir::BoundaryId(c)).collect());
                 plan.validate()?;
-                crate::run::write_atomic(&output, &plan.to_ron())?;
+                crate::files::write_atomic(&output, &plan.to_ron())?;
             }
             print!("{md}");
             Ok(())
@@ -429,7 +398,7 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             }
             print!("{}", crate::profile::text(&model.model, &arms, top));
             if let Some(out) = output {
-                crate::run::write_atomic(&out, &crate::run::to_ron(&arms))?;
+                crate::files::write_atomic(&out, &crate::files::to_ron(&arms))?;
             }
             Ok(())
         }
@@ -448,14 +417,14 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
                 crate::session::warm_up(other.as_mut(), burn_first);
             }
             let probe = crate::tune::verify::probe_steps(factory.as_ref(), model.regime, &candidate, false, steps).map_err(anyhow::Error::msg)?;
-            crate::run::write_atomic(&output, &crate::run::to_ron(&probe))?;
+            crate::files::write_atomic(&output, &crate::files::to_ron(&probe))?;
             println!("{} {}: losses {:?}; {} blocks ({} fused); partition {}", model.model, candidate.to_text(), probe.losses, probe.blocks, probe.fused_blocks, probe.fingerprint);
             Ok(())
         }
         Command::Check { bundle, model } => {
             let bundle = blaze_ir::Bundle::read(&bundle)?;
             let device = blaze_workloads::device::device_info();
-            let mut progress = crate::tune_cli::progress_printer("check", false);
+            let mut progress = crate::progress::progress_printer("check", false);
             let rows = crate::check::check(&bundle, model.as_deref(), &device, resolve, &mut progress);
             print!("{}", crate::check::table(&rows));
             anyhow::ensure!(!rows.is_empty(), "the bundle holds no entry{}", model.map_or(String::new(), |m| format!(" of model `{m}`")));
@@ -471,55 +440,5 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             }
             Ok(())
         }
-    }
-}
-
-pub fn read_trace(path: &std::path::Path) -> anyhow::Result<blaze_ir::Trace> {
-    let text = blaze_ir::file::read_text(path).map_err(|e| anyhow::anyhow!("cannot read trace {}: {e}", path.display()))?;
-    blaze_ir::Trace::from_ron(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
-}
-
-/// The factory that rebuilds the model a trace was made from (its name records test shapes).
-pub fn factory_of_trace(resolve: &Resolver, trace: &blaze_ir::Trace) -> anyhow::Result<Box<dyn ModelFactory>> {
-    factory_named(resolve, &trace.model)
-}
-
-/// The factory of the model a trace or plan names (the name records any test shapes).
-pub fn factory_named(resolve: &Resolver, model: &str) -> anyhow::Result<Box<dyn ModelFactory>> {
-    let named = |f: &Box<dyn ModelFactory>| f.name() == model;
-    // A name with a recorded test shape (`attention-d257-b2s32`) first, then the name as it is,
-    // so a model whose own name contains `-b` (`tiny-bert`) is found too.
-    split_shape_suffix(model)
-        .and_then(|(base, batch, seq)| resolve.find(base, Some(batch), seq).filter(named))
-        .or_else(|| resolve.find(model, None, None).filter(named))
-        .ok_or_else(|| anyhow::anyhow!("the model `{model}` is not known to this binary (see `list`)"))
-}
-
-/// `attention-d257-b2s32` -> ("attention-d257", 2, Some(32)); `mlp-w1025-b64` -> (.., 64, None);
-/// None unless the name ends in such a suffix (`tiny-bert` has none).
-pub fn split_shape_suffix(name: &str) -> Option<(&str, usize, Option<usize>)> {
-    let (base, tail) = name.rsplit_once("-b")?;
-    let (b, s) = match tail.split_once('s') {
-        Some((b, s)) => (b, Some(s)),
-        None => (tail, None),
-    };
-    let seq = match s {
-        Some(s) => Some(s.parse().ok()?),
-        None => None,
-    };
-    Some((base, b.parse().ok()?, seq))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::split_shape_suffix;
-
-    #[test]
-    fn only_a_trailing_shape_suffix_is_split_off() {
-        assert_eq!(split_shape_suffix("attention-d257-b2s32"), Some(("attention-d257", 2, Some(32))));
-        assert_eq!(split_shape_suffix("mlp-w1025-b64"), Some(("mlp-w1025", 64, None)));
-        assert_eq!(split_shape_suffix("tiny-bert"), None);
-        assert_eq!(split_shape_suffix("tiny-bert-b2s32"), Some(("tiny-bert", 2, Some(32))));
-        assert_eq!(split_shape_suffix("my-big-model"), None);
     }
 }

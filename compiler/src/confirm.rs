@@ -12,9 +12,20 @@ use std::collections::BTreeMap;
 /// plan stores and explores; the second explores what step-specific differences left over.
 pub const CONFIRM_WARMUP: u32 = 2;
 
+/// Called with a candidate's id whenever one is installed: the tune worker's journal
+/// (`tune::journal::installed`), set by the worker, so that this stage knows nothing of it.
+static ON_INSTALL: std::sync::OnceLock<fn(usize)> = std::sync::OnceLock::new();
+
+/// Sets the install hook (once per process).
+pub fn on_install(hook: fn(usize)) {
+    let _ = ON_INSTALL.set(hook);
+}
+
 /// Installs `candidate`'s cuts (Burn's own store for candidate 0); effective from the next sync.
 pub fn install(candidate: &Candidate) {
-    crate::tune::journal::installed(candidate.id);
+    if let Some(hook) = ON_INSTALL.get() {
+        hook(candidate.id);
+    }
     if candidate.unfused {
         blaze_runtime::activate_unfused();
     } else if candidate.is_burn() {

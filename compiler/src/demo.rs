@@ -1,8 +1,9 @@
 //! `blazec demo`: attention-d257 training under Burn's plan and under a plan file with
 //! hand-chosen cuts (every k-th live cut point), both in one process: executed partitions,
 //! step times, and whether the losses agree.
-use crate::cli::{ModelArgs, Resolver, resolve_model};
-use crate::run::{RunReport, contract_of, run_loaded, write_atomic};
+use crate::catalog::{ModelArgs, Resolver, resolve_model};
+use crate::files::write_atomic;
+use crate::runner::{RunReport, contract_of, run_loaded};
 use crate::session::{SETTLE, Settle};
 use crate::tracing::{TraceOptions, summary, trace};
 use blaze_ir::{BoundaryId, plan::Regime};
@@ -47,7 +48,7 @@ pub fn demo(resolve: &Resolver, args: &DemoArgs) -> anyhow::Result<()> {
     let model_args = ModelArgs { model: args.model.clone(), regime: Regime::Training, batch, seq };
     let factory = resolve_model(resolve, &model_args)?;
     std::fs::create_dir_all(&args.out)?;
-    let mut progress = crate::tune_cli::progress_printer("demo", false);
+    let mut progress = crate::progress::progress_printer("demo", false);
 
     progress("trace (compilation and autotune happen here: the longest stage on a cold machine)");
     let traced = trace(factory.as_ref(), &TraceOptions::new(Regime::Training, 3))?;
@@ -67,10 +68,10 @@ pub fn demo(resolve: &Resolver, args: &DemoArgs) -> anyhow::Result<()> {
     let mut cut = factory.build(Regime::Training).map_err(anyhow::Error::msg)?;
     let loaded = load_plan(&plan_path, &contract_of(cut.as_ref(), ""));
     // The same number of settling steps as Burn's run, so both see the same batches.
-    let planned = run_loaded(cut.as_mut(), Some(crate::run::Loaded::Plan(&loaded)), 2, Settle::Steps(default.settle_steps), args.steps);
+    let planned = run_loaded(cut.as_mut(), Some(crate::runner::Loaded::Plan(&loaded)), 2, Settle::Steps(default.settle_steps), args.steps);
 
-    write_atomic(&args.out.join("burn-default.ron"), &crate::run::to_ron(&default))?;
-    write_atomic(&args.out.join("hand-cuts.ron"), &crate::run::to_ron(&planned))?;
+    write_atomic(&args.out.join("burn-default.ron"), &crate::files::to_ron(&default))?;
+    write_atomic(&args.out.join("hand-cuts.ron"), &crate::files::to_ron(&planned))?;
     print_side_by_side(&default, &planned, &cuts);
     Ok(())
 }

@@ -9,8 +9,8 @@
 //! All levels run in one process on one model instance, so they share compilation, autotune
 //! and settling.
 use crate::candidate::Candidate;
-use crate::cli::{ModelArgs, Resolver, resolve_model};
-use crate::run::{to_ron, write_atomic};
+use crate::catalog::{ModelArgs, Resolver, resolve_model};
+use crate::files::{to_ron, write_atomic};
 use crate::tune::measure::{Slowdown, VisitShape, race_on_device};
 use crate::tune::race::{Race, RaceRules, Standing, Stop, Verdict};
 use anyhow::Context;
@@ -86,7 +86,7 @@ pub struct RaceCheck {
 pub fn race_check(resolve: &Resolver, args: &RaceCheckArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.trials > 0, "--trials must be at least 1");
     anyhow::ensure!(args.slowdown.iter().all(|s| (0.0..=10.0).contains(s)), "--slowdown fractions must be in 0..=10");
-    let cache = crate::tune_cli::pin_autotune_cache(&args.autotune_cache.clone().unwrap_or_else(cubecl::environment::root))?;
+    let cache = crate::autotune::pin_autotune_cache(&args.autotune_cache.clone().unwrap_or_else(cubecl::environment::root))?;
     let factory = resolve_model(resolve, &args.model)?;
     let mut model = factory.build(args.model.regime).map_err(anyhow::Error::msg)?;
     // Cold cost: compilation, autotune (unless the pinned cache already holds the decisions)
@@ -99,7 +99,7 @@ pub fn race_check(resolve: &Resolver, args: &RaceCheckArgs) -> anyhow::Result<()
         regime: args.model.regime.to_string(),
         device: model.describe().device,
         commit: option_env!("BLAZE_COMMIT").unwrap_or("unknown").into(),
-        date: crate::run::now_utc(),
+        date: crate::files::now_utc(),
         protocol: crate::tune::stats::PROTOCOL.into(),
         rules: rules.clone(),
         autotune_cache: Some(cache.display().to_string()),

@@ -1,8 +1,10 @@
 //! `blazec tune` front end: device check, the pinned autotune cache, the fusion-off
 //! cross-check process, the worker's pipeline and its atomic outputs (the supervising side is
-//! `tune_supervise.rs`).
-use crate::cli::{ModelArgs, Resolver, resolve_model};
-use crate::run::{to_ron, write_atomic};
+//! `tune/supervise.rs`).
+use crate::autotune::{AUTOTUNE_CACHE_ENV, pin_autotune_cache};
+use crate::catalog::{ModelArgs, Resolver, resolve_model};
+use crate::files::{to_ron, write_atomic};
+use crate::progress::progress_printer;
 use crate::tune::measure::Slowdown;
 use crate::tune::race::RaceRules;
 use crate::tune::{FusionOffChild, TuneOptions, journal, report, stats::Summary, tune};
@@ -132,96 +134,32 @@ pub fn parse_slowdown(text: &str) -> Result<Slowdown, String> {
     Ok(Slowdown { id, fraction })
 }
 
-/// Environment variable naming the pinned autotune cache; every blazec process reads it first.
-pub const AUTOTUNE_CACHE_ENV: &str = "BLAZE_AUTOTUNE_CACHE";
-
-/// Points CubeCL's autotune (and compilation) cache at `dir` in this process and every child
-/// it starts, so every candidate of a tune runs the same autotuned kernels. Call it before the
-/// first device operation and before any thread is started.
-pub fn pin_autotune_cache(dir: &Path) -> anyhow::Result<PathBuf> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create the autotune cache {}", dir.display()))?;
-    let dir = dir.canonicalize().with_context(|| format!("cannot resolve {}", dir.display()))?;
-    // SAFETY: called from `main`'s thread before any other thread exists (see the callers).
-    unsafe { std::env::set_var(AUTOTUNE_CACHE_ENV, &dir) };
-    root_cubecl_at(dir.clone());
-    Ok(dir)
-}
-
-/// A process started with a pinned cache in its environment adopts it (creating the
-/// directory: CubeCL does not, and silently keeps nothing when it is missing).
-pub fn adopt_pinned_autotune_cache() {
-    if let Some(dir) = std::env::var_os(AUTOTUNE_CACHE_ENV) {
-        let _ = std::fs::create_dir_all(&dir);
-        root_cubecl_at(PathBuf::from(dir));
-    }
-}
-
-/// Roots CubeCL's environment (autotune and compilation caches) at `dir`. CubeCL sets the root
-/// from its own configuration when that first loads (at the first device use), which silently
-/// undid a `set_root` made earlier: until this was found (session 6, strace), every process
-/// kept using the default root (`<workspace>/target/environment` or `~/.cache/cubecl`). So the
-/// configuration is loaded first, and the root set after it.
-fn root_cubecl_at(dir: PathBuf) {
-    use cubecl::config::RuntimeConfig;
-    let _ = cubecl::config::CubeClRuntimeConfig::get();
-    cubecl::environment::set_root(dir);
-}
-
 pub fn run_tune(resolve: &Resolver, args: &TuneArgs) -> anyhow::Result<()> {
     if std::env::var_os(AUTOTUNE_CACHE_ENV).is_none() {
         pin_autotune_cache(&args.autotune_cache.clone().unwrap_or_else(cubecl::environment::root))?;
     }
     check_device(&args.device)?;
     let factory = resolve_model(resolve, &args.model)?;
-    let dir = crate::run::prepare_output(&args.output)?;
+    let dir = crate::files::prepare_output(&args.output)?;
     if journal::open_from_env() {
         return worker(factory.as_ref(), args, &dir);
     }
-    crate::tune_supervise::supervise(args, &mut progress_printer("tune", args.verbose))
-}
-
-/// Prints a stage: one line each with `-v`, a rewritten line on a terminal; when piped (a log
-/// file, CI), one line each time the kind of stage changes (`trace`, `confirm`, `round`, ...),
-/// so a long run is never silent yet a log does not get a line per round.
-pub fn progress_printer(command: &'static str, verbose: bool) -> impl FnMut(&str) {
-    let tty = std::io::stderr().is_terminal();
-    let started = std::time::Instant::now();
-    let mut last_kind = String::new();
-    move |stage: &str| {
-        let at = started.elapsed().as_secs_f64();
-        if verbose {
-            eprintln!("[blazec {command} {at:7.1} s] {stage}");
-        } else if tty {
-            eprint!("\r\x1b[2K[blazec {command} {at:5.0} s] {stage} {}", bar(stage));
-        } else {
-            let kind = stage.split_whitespace().next().unwrap_or("").to_string();
-            if kind != last_kind {
-                eprintln!("[blazec {command} {at:7.1} s] {stage}");
-                last_kind = kind;
-            }
+    let mut progress = progress_printer("tune", args.verbose);
+    let fusion_off = match args.no_fusion_off {
+        true => None,
+        false => {
+            progress("fusion off (separate process, cross-check)");
+            Some(fusion_off_child(&args.model, 20)?)
         }
-    }
-}
-
-/// A 20-character bar for stages that count (`confirm 3/16`, `round 4/15`); empty otherwise.
-fn bar(stage: &str) -> String {
-    let counted = stage.split_whitespace().find_map(|w| {
-        let (k, n) = w.split_once('/')?;
-        Some((k.parse::<usize>().ok()?, n.parse::<usize>().ok()?))
-    });
-    match counted {
-        Some((k, n)) if n > 0 && k <= n => {
-            let full = 20 * k / n;
-            format!("[{}{}]", "#".repeat(full), "-".repeat(20 - full))
-        }
-        _ => String::new(),
-    }
+    };
+    crate::tune::supervise::supervise(&crate::tune::supervise::Supervision { hang_timeout: args.hang_timeout, greedy: args.greedy.is_some(), fusion_off })
 }
 
 /// The pipeline, in the worker process; writes every output atomically at the end.
 fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path) -> anyhow::Result<()> {
     journal::inject_hang(args.inject_hang);
     journal::inject_panic(args.inject_panic);
+    crate::confirm::on_install(journal::installed);
     let fusion_off = match std::env::var(journal::FUSION_OFF_ENV) {
         Ok(text) => Some(ron::from_str::<FusionOffChild>(&text).context("fusion-off cross-check from the supervisor")?),
         Err(_) => None,
@@ -307,14 +245,6 @@ mod tests {
         assert!(super::parse_slowdown("1").unwrap_err().contains("N:F"));
         assert!(super::parse_slowdown("1:-3").unwrap_err().contains("out of range"));
         assert!(super::parse_slowdown("x:0.1").unwrap_err().contains("not a candidate id"));
-    }
-
-    #[test]
-    fn bar_fills_with_the_count_and_ignores_other_stages() {
-        assert_eq!(super::bar("confirm 5/20"), format!("[{}{}]", "#".repeat(5), "-".repeat(15)));
-        assert_eq!(super::bar("round 15/15"), format!("[{}]", "#".repeat(20)));
-        assert_eq!(super::bar("trace"), "");
-        assert_eq!(super::bar("3 survivors of 4 requested; measuring"), "");
     }
 }
 

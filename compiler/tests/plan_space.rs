@@ -65,7 +65,7 @@ fn verify_gate_refuses_a_plan_whose_fused_kernels_compute_a_wrong_value() {
 }
 
 /// Issue 5: a candidate that hangs or crashes the process is recorded as broken and the tune
-/// goes on without it (worker process + journal; `tune_supervise.rs`).
+/// goes on without it (worker process + journal; `tune/supervise.rs`).
 #[test]
 fn tune_records_a_hanging_and_a_crashing_candidate_as_broken_and_goes_on() {
     let dir = scratch("tune-broken");

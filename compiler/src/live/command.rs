@@ -3,7 +3,7 @@
 //! with another batch), so that the drift checks have something to find.
 use super::report::LiveReport;
 use super::{Live, LiveOptions};
-use crate::cli::{ModelArgs, Resolver, resolve_model};
+use crate::catalog::{ModelArgs, Resolver, resolve_model};
 use crate::tune_cli::RaceArgs;
 use clap::Args;
 use std::path::PathBuf;
@@ -24,6 +24,9 @@ pub struct LiveArgs {
     /// Cut plans from the plan space raced as arms.
     #[arg(long, default_value_t = 2)]
     pub cut_arms: usize,
+    /// A shipped bundle (or plan file): its entry for this run races as an arm.
+    #[arg(long)]
+    pub bundle: Option<PathBuf>,
     /// Leave fusion off out of the race (it is never kept, only measured as the stock setting).
     #[arg(long)]
     pub no_fusion_off: bool,
@@ -51,13 +54,13 @@ pub fn live(resolve: &Resolver, args: &LiveArgs) -> anyhow::Result<()> {
         None => None,
     };
     if let Some(out) = &args.output {
-        crate::run::prepare_output(out)?;
+        crate::files::prepare_output(out)?;
     }
-    let mut opts = LiveOptions { max_blocks: args.max_blocks.clone(), cut_arms: args.cut_arms, fusion_off: !args.no_fusion_off, ..LiveOptions::default() };
+    let mut opts = LiveOptions { max_blocks: args.max_blocks.clone(), cut_arms: args.cut_arms, fusion_off: !args.no_fusion_off, bundle: args.bundle.clone(), ..LiveOptions::default() };
     opts.schedule.first_check = args.first_check;
     opts.schedule.select = args.race.rules();
     opts.schedule.check = crate::tune::race::RaceRules { max_rounds: args.check_rounds, ..opts.schedule.check.clone() };
-    let mut progress = crate::tune_cli::progress_printer("live", true);
+    let mut progress = crate::progress::progress_printer("live", true);
     let mut live = Live::start(factory.as_ref(), args.model.regime, &opts, &mut progress)?;
     let mut model = factory.build(args.model.regime).map_err(anyhow::Error::msg)?;
     let mut losses = Vec::with_capacity(args.steps as usize);
@@ -89,6 +92,6 @@ pub struct LiveRun {
 /// The report (with the run's losses) as RON, and its markdown beside it.
 fn write_report(out: &std::path::Path, report: &LiveReport, losses: &[f32]) -> anyhow::Result<()> {
     let run = LiveRun { report: report.clone(), losses: losses.to_vec() };
-    crate::run::write_atomic(out, &crate::run::to_ron(&run))?;
-    crate::run::write_atomic(&out.with_extension("md"), &report.to_markdown())
+    crate::files::write_atomic(out, &crate::files::to_ron(&run))?;
+    crate::files::write_atomic(&out.with_extension("md"), &report.to_markdown())
 }

@@ -8,6 +8,7 @@
 //! for _ in 0..steps { live.step(model.as_mut()); }              // instead of model.step(false)
 //! ```
 //! With `BLAZE_LIVE` unset (or `0`) `step` is `model.step(false)` and nothing else happens.
+//! `BLAZE_LIVE_BUNDLE=model.blaze` adds the shipped entry that fits the run as an arm.
 //!
 //! Numerics. Before the run's first step, every arm is verified against Burn's plan on side
 //! instances built by the factory (fresh seeded instances, [`verify`]): an arm whose numbers
@@ -33,6 +34,8 @@ use std::time::{Duration, Instant};
 pub const LIVE_ENV: &str = "BLAZE_LIVE";
 /// Steps before the first drift check (default [`Schedule::default`]'s).
 pub const FIRST_CHECK_ENV: &str = "BLAZE_LIVE_FIRST_CHECK";
+/// A shipped bundle (or plan file) whose entry for this run joins the race as an arm.
+pub const BUNDLE_ENV: &str = "BLAZE_LIVE_BUNDLE";
 
 /// Which arms a live run prepares, and its schedule.
 #[derive(Clone, Debug)]
@@ -45,11 +48,14 @@ pub struct LiveOptions {
     /// Race fusion off as an arm (never kept: it is Burn's stock setting, not a plan).
     pub fusion_off: bool,
     pub seed: u64,
+    /// A shipped bundle: its entry that fits this run (device, model, regime, shapes, op
+    /// stream) races as an arm; nothing is added when none fits (said in the report).
+    pub bundle: Option<std::path::PathBuf>,
 }
 
 impl Default for LiveOptions {
     fn default() -> Self {
-        Self { schedule: Schedule::default(), max_blocks: vec![1, 2, 8], cut_arms: 2, fusion_off: true, seed: 0 }
+        Self { schedule: Schedule::default(), max_blocks: vec![1, 2, 8], cut_arms: 2, fusion_off: true, seed: 0, bundle: None }
     }
 }
 
@@ -64,6 +70,7 @@ impl LiveOptions {
         if let Some(n) = std::env::var(FIRST_CHECK_ENV).ok().and_then(|v| v.trim().parse().ok()) {
             opts.schedule.first_check = n;
         }
+        opts.bundle = std::env::var_os(BUNDLE_ENV).map(Into::into);
         Some(opts)
     }
 }
@@ -160,6 +167,12 @@ fn prepare(factory: &dyn ModelFactory, regime: Regime, opts: &LiveOptions, progr
     let traced = trace(factory, &TraceOptions::new(regime, 3))?;
     let (requested, canon) = crate::space::candidates(&traced, opts.cut_arms + 1, opts.seed);
     let mut cands = vec![Candidate::new(0, vec![])];
+    if let Some(path) = &opts.bundle {
+        match shipped_entry(path, &traced) {
+            Ok(plan) => cands.push(Candidate::with_settings(0, plan.cuts, plan.settings)),
+            Err(e) => progress(&format!("live: the bundle adds no arm: {e}")),
+        }
+    }
     let cut_reps = canon.representatives().into_iter().filter(|&i| !requested[i].cuts.is_empty()).take(opts.cut_arms);
     cands.extend(cut_reps.map(|i| requested[i].cuts.clone()).collect::<Vec<_>>().into_iter().map(|cuts| Candidate::new(0, cuts)));
     cands.extend(crate::tune::settings_candidates(0, &opts.max_blocks));
@@ -195,6 +208,11 @@ fn prepare(factory: &dyn ModelFactory, regime: Regime, opts: &LiveOptions, progr
         arm.text = c.to_text();
     }
     Ok((out, arms, refused))
+}
+
+/// The bundle's entry for the traced run (op stream included).
+fn shipped_entry(path: &std::path::Path, traced: &blaze_ir::Trace) -> Result<blaze_ir::PlanFile, blaze_ir::PlanError> {
+    blaze_ir::Bundle::read(path)?.select(&traced.contract()).cloned()
 }
 
 /// Arm ids are positions.

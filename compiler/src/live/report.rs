@@ -66,7 +66,7 @@ impl LiveReport {
             regime: desc.regime.to_string(),
             device: desc.device.clone(),
             commit: option_env!("BLAZE_COMMIT").unwrap_or("unknown").into(),
-            date: crate::run::now_utc(),
+            date: crate::files::now_utc(),
             protocol: format!("{LIVE_PROTOCOL}; {PROTOCOL}"),
             schedule: schedule.clone(),
             arms,

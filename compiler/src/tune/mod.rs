@@ -8,6 +8,7 @@ pub mod paired;
 pub mod race;
 pub mod report;
 pub mod stats;
+pub mod supervise;
 pub mod verify;
 
 use crate::candidate::Candidate;
@@ -228,7 +229,7 @@ pub fn tune(factory: &dyn ModelFactory, opts: &TuneOptions, progress: &mut dyn F
         device: traced.device.clone(),
         burn_version: traced.burn_version.clone(),
         commit: option_env!("BLAZE_COMMIT").unwrap_or("unknown").into(),
-        date: crate::run::now_utc(),
+        date: crate::files::now_utc(),
         protocol: stats::PROTOCOL.into(),
         results_file: opts.results_file.clone(),
         requested: cands.len(),

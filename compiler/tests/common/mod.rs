@@ -1,7 +1,7 @@
 //! Shared fixtures: run the real `blazec` binary on the real device (lavapipe in CI) with a
 //! small named shape, and read its reports.
 #![allow(dead_code)]
-use blaze_compiler::run::RunReport;
+use blaze_compiler::runner::RunReport;
 use blaze_ir::Trace;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -133,6 +133,6 @@ fn run_partition(dir: &std::path::Path, regime: &str, plan: Option<&std::path::P
         args.extend(["--plan", p.to_str().unwrap()]);
     }
     user_model(&args);
-    let report: blaze_compiler::run::RunReport = ron::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let report: blaze_compiler::runner::RunReport = ron::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     report.partition.fingerprint()
 }

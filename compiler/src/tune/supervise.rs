@@ -3,8 +3,8 @@
 //! that hangs (no progress for `--hang-timeout` seconds) or kills the worker (panic, signal) is
 //! recorded as broken and a new worker runs without it. Ordinary errors (exit 1, 2) are the
 //! user's and pass through unchanged.
-use crate::tune::journal::{self, BROKEN_ENV, FUSION_OFF_ENV, JOURNAL_ENV};
-use crate::tune_cli::{TuneArgs, fusion_off_child};
+use super::FusionOffChild;
+use super::journal::{self, BROKEN_ENV, FUSION_OFF_ENV, JOURNAL_ENV};
 use anyhow::{Context, bail};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus};
@@ -20,19 +20,23 @@ enum Ending {
     Hung,
 }
 
-pub fn supervise(args: &TuneArgs, progress: &mut dyn FnMut(&str)) -> anyhow::Result<()> {
-    let fusion_off = match args.no_fusion_off {
-        true => None,
-        false => {
-            progress("fusion off (separate process, cross-check)");
-            Some(fusion_off_child(&args.model, 20)?)
-        }
-    };
+/// What the supervisor needs from the command: the hang limit, whether ids are greedy (a
+/// broken greedy challenger cannot be left out), and the fusion-off cross-check it measured.
+pub struct Supervision {
+    pub hang_timeout: u64,
+    pub greedy: bool,
+    pub fusion_off: Option<FusionOffChild>,
+}
+
+/// Runs the tune's worker (this binary again, same arguments) until it finishes, leaving out
+/// every candidate that hangs or crashes it.
+pub fn supervise(args: &Supervision) -> anyhow::Result<()> {
+    let fusion_off = args.fusion_off.as_ref();
     let journal = std::env::temp_dir().join(format!("blaze-tune-journal-{}", std::process::id()));
     let mut broken: Vec<(usize, String)> = Vec::new();
     let outcome = loop {
         std::fs::write(&journal, "").with_context(|| format!("cannot write {}", journal.display()))?;
-        let mut child = worker_command(&journal, &broken, fusion_off.as_ref())?.spawn().context("cannot start the tune worker")?;
+        let mut child = worker_command(&journal, &broken, fusion_off)?.spawn().context("cannot start the tune worker")?;
         let reason = match watch(&mut child, &journal, Duration::from_secs(args.hang_timeout))? {
             Ending::Finished(status) if status.success() => break Ok(()),
             Ending::Finished(status) if status.code().is_some_and(|c| c != PANIC_EXIT) => {
@@ -41,7 +45,7 @@ pub fn supervise(args: &TuneArgs, progress: &mut dyn FnMut(&str)) -> anyhow::Res
             Ending::Finished(status) => format!("crashed the worker ({status})"),
             Ending::Hung => format!("hung: no progress for {} s", args.hang_timeout),
         };
-        match blame(&journal, &broken, args.greedy.is_some(), &reason) {
+        match blame(&journal, &broken, args.greedy, &reason) {
             Ok(id) => {
                 eprintln!("blazec tune: candidate c{id} {reason}; recorded as broken, starting again without it");
                 broken.push((id, reason));
@@ -53,7 +57,7 @@ pub fn supervise(args: &TuneArgs, progress: &mut dyn FnMut(&str)) -> anyhow::Res
     outcome
 }
 
-fn worker_command(journal: &Path, broken: &[(usize, String)], fusion_off: Option<&crate::tune::FusionOffChild>) -> anyhow::Result<Command> {
+fn worker_command(journal: &Path, broken: &[(usize, String)], fusion_off: Option<&FusionOffChild>) -> anyhow::Result<Command> {
     let mut cmd = Command::new(std::env::current_exe().context("cannot find own executable")?);
     cmd.args(std::env::args_os().skip(1));
     cmd.env(JOURNAL_ENV, journal).env(BROKEN_ENV, journal::encode_broken(broken)).env(crate::orphan::ENV, "1");

@@ -1,0 +1,88 @@
+//! The models a binary offers and how a command names one: the catalog (built-in workloads or a
+//! user's own), model arguments, and the name of a traced model with its recorded test shape.
+//! Every command resolves models here; nothing here parses a command line of its own.
+use blaze_ir::plan::Regime;
+use blaze_runtime::ModelFactory;
+use clap::Args;
+
+/// The models a binary offers: the built-in workloads for `blazec`, a user's own models for
+/// a user binary that calls `main_with` (the `cli` module).
+pub trait Catalog {
+    /// The model `name`, with optional test-size overrides.
+    fn find(&self, name: &str, batch: Option<usize>, seq: Option<usize>) -> Option<Box<dyn ModelFactory>>;
+    /// Every model name at its reference shape.
+    fn names(&self) -> Vec<String>;
+}
+
+pub type Resolver = dyn Catalog;
+
+#[derive(Args, Clone)]
+pub struct ModelArgs {
+    /// Workload name, e.g. attention-d257 (see `blazec list`).
+    pub model: String,
+    /// forward or training.
+    #[arg(long, default_value = "training")]
+    pub regime: Regime,
+    /// Override the batch size (small test runs; recorded in the model name).
+    #[arg(long)]
+    pub batch: Option<usize>,
+    /// Override the sequence length (small test runs; recorded in the model name).
+    #[arg(long)]
+    pub seq: Option<usize>,
+}
+
+pub fn resolve_model(resolve: &Resolver, args: &ModelArgs) -> anyhow::Result<Box<dyn ModelFactory>> {
+    resolve
+        .find(&args.model, args.batch, args.seq)
+        .ok_or_else(|| anyhow::anyhow!("unknown model `{}` (see `blazec list`)", args.model))
+}
+
+pub fn read_trace(path: &std::path::Path) -> anyhow::Result<blaze_ir::Trace> {
+    let text = blaze_ir::file::read_text(path).map_err(|e| anyhow::anyhow!("cannot read trace {}: {e}", path.display()))?;
+    blaze_ir::Trace::from_ron(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// The factory that rebuilds the model a trace was made from (its name records test shapes).
+pub fn factory_of_trace(resolve: &Resolver, trace: &blaze_ir::Trace) -> anyhow::Result<Box<dyn ModelFactory>> {
+    factory_named(resolve, &trace.model)
+}
+
+/// The factory of the model a trace or plan names (the name records any test shapes).
+pub fn factory_named(resolve: &Resolver, model: &str) -> anyhow::Result<Box<dyn ModelFactory>> {
+    let named = |f: &Box<dyn ModelFactory>| f.name() == model;
+    // A name with a recorded test shape (`attention-d257-b2s32`) first, then the name as it is,
+    // so a model whose own name contains `-b` (`tiny-bert`) is found too.
+    split_shape_suffix(model)
+        .and_then(|(base, batch, seq)| resolve.find(base, Some(batch), seq).filter(named))
+        .or_else(|| resolve.find(model, None, None).filter(named))
+        .ok_or_else(|| anyhow::anyhow!("the model `{model}` is not known to this binary (see `list`)"))
+}
+
+/// `attention-d257-b2s32` -> ("attention-d257", 2, Some(32)); `mlp-w1025-b64` -> (.., 64, None);
+/// None unless the name ends in such a suffix (`tiny-bert` has none).
+pub fn split_shape_suffix(name: &str) -> Option<(&str, usize, Option<usize>)> {
+    let (base, tail) = name.rsplit_once("-b")?;
+    let (b, s) = match tail.split_once('s') {
+        Some((b, s)) => (b, Some(s)),
+        None => (tail, None),
+    };
+    let seq = match s {
+        Some(s) => Some(s.parse().ok()?),
+        None => None,
+    };
+    Some((base, b.parse().ok()?, seq))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_shape_suffix;
+
+    #[test]
+    fn only_a_trailing_shape_suffix_is_split_off() {
+        assert_eq!(split_shape_suffix("attention-d257-b2s32"), Some(("attention-d257", 2, Some(32))));
+        assert_eq!(split_shape_suffix("mlp-w1025-b64"), Some(("mlp-w1025", 64, None)));
+        assert_eq!(split_shape_suffix("tiny-bert"), None);
+        assert_eq!(split_shape_suffix("tiny-bert-b2s32"), Some(("tiny-bert", 2, Some(32))));
+        assert_eq!(split_shape_suffix("my-big-model"), None);
+    }
+}
