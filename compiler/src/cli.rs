@@ -105,6 +105,10 @@ enum Command {
         /// Enumerate and canonicalise only (no device): print the e-graph's groups.
         #[arg(long, conflicts_with = "check_egraph")]
         dry_run: bool,
+        /// Requests by cut-point class (the same place in every layer) instead of sampled cut
+        /// sets; with --dry-run the classes are printed too.
+        #[arg(long)]
+        classes: bool,
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
@@ -317,10 +321,17 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Space { trace, budget, seed, check_egraph, dry_run, output } => {
+        Command::Space { trace, budget, seed, check_egraph, dry_run, classes, output } => {
             let trace = read_trace(&trace)?;
             if dry_run {
-                let (cands, canon) = crate::space::candidates(&trace, budget, seed);
+                let (cands, canon) = if classes { crate::space::class_candidates(&trace, budget) } else { crate::space::candidates(&trace, budget, seed) };
+                if classes {
+                    let found = crate::classes::classes(&trace);
+                    println!("{} live cut points in {} classes ({} repeating):", trace.live_cut_points().len(), found.len(), found.iter().filter(|c| c.members.len() > 1).count());
+                    for class in found.iter().filter(|c| c.members.len() > 1) {
+                        println!("  {} x  {}", class.members.len(), class.context);
+                    }
+                }
                 println!("requested {} / collapsed by e-graph {} ({}, {} iterations, {} e-nodes)", cands.len(), canon.collapsed(), canon.stop_reason, canon.iterations, canon.egraph_nodes);
                 for group in &canon.groups {
                     println!("  {}", group.iter().map(|i| cands[*i].to_text()).collect::<Vec<_>>().join("  ==  "));
@@ -328,7 +339,7 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
                 return Ok(());
             }
             let factory = factory_of_trace(resolve, &trace)?;
-            let report = crate::space::explore_space(factory.as_ref(), &trace, budget, seed, check_egraph)?;
+            let report = crate::space::explore_space(factory.as_ref(), &trace, budget, seed, check_egraph, classes)?;
             println!("{}", crate::space::summary(&report));
             if let Some(out) = output {
                 crate::files::write_atomic(&out, &crate::files::to_ron(&report))?;

@@ -12,6 +12,7 @@ pub mod autotune;
 pub mod bench;
 pub mod candidate;
 pub mod check;
+pub mod classes;
 pub mod child;
 pub mod canon;
 pub mod catalog;

@@ -30,6 +30,13 @@ pub struct SpaceReport {
     pub fingerprints: BTreeMap<usize, String>,
 }
 
+/// Class-level requests for `trace` (cut-point classes, `classes.rs`), canonicalised.
+pub fn class_candidates(trace: &Trace, budget: usize) -> (Vec<Candidate>, Canonical) {
+    let cands = crate::classes::class_candidates(&crate::classes::classes(trace), budget);
+    let canon = canonicalise(&cands, Arc::new(Facts::from_trace(trace)));
+    (cands, canon)
+}
+
 /// Enumerates and canonicalises candidates for `trace`.
 pub fn candidates(trace: &Trace, budget: usize, seed: u64) -> (Vec<Candidate>, Canonical) {
     let cands = enumerate(&trace.live_cut_points(), budget, seed);
@@ -39,8 +46,8 @@ pub fn candidates(trace: &Trace, budget: usize, seed: u64) -> (Vec<Candidate>, C
 
 /// Runs the three stages. With `check_egraph`, every request is confirmed (not only the
 /// e-graph's representatives) so that false merges are counted.
-pub fn explore_space(factory: &dyn ModelFactory, trace: &Trace, budget: usize, seed: u64, check_egraph: bool) -> anyhow::Result<SpaceReport> {
-    let (cands, canon) = candidates(trace, budget, seed);
+pub fn explore_space(factory: &dyn ModelFactory, trace: &Trace, budget: usize, seed: u64, check_egraph: bool, by_class: bool) -> anyhow::Result<SpaceReport> {
+    let (cands, canon) = if by_class { class_candidates(trace, budget) } else { candidates(trace, budget, seed) };
     let to_run: Vec<&Candidate> = if check_egraph {
         cands.iter().collect()
     } else {

@@ -85,6 +85,10 @@ pub struct TuneArgs {
     /// over Burn's default partition.
     #[arg(long, default_value_t = 0)]
     pub cuts_per_width: usize,
+    /// Cut candidates by cut-point class: the same place in every layer is one decision
+    /// (every combination of up to 4 repeating classes, else one request per class).
+    #[arg(long, conflicts_with = "greedy")]
+    pub classes: bool,
     /// Greedy path instead of enumeration: challengers per round (each round is a race).
     #[arg(long)]
     pub greedy: Option<usize>,
@@ -181,6 +185,7 @@ fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path
         broken: journal::broken_from_env(),
         max_blocks: args.max_blocks.0.clone(),
         cuts_per_width: args.cuts_per_width,
+        classes: args.classes,
     };
     let mut progress = progress_printer("tune", args.verbose);
     let result = tune(&journal::Beating(factory), &opts, &mut progress)?;

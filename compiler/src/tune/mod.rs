@@ -50,6 +50,8 @@ pub struct TuneOptions {
     /// Cut candidates per beam width, enumerated from a trace under that width (its
     /// partition and live cut points) and canonicalised by the e-graph with that trace's facts.
     pub cuts_per_width: usize,
+    /// Cut candidates by cut-point class (the same place in every layer) instead of sampled.
+    pub classes: bool,
 }
 
 /// Fusion off in a process of its own (BURN_FUSION_MAX_EXPLORATIONS=0): the cross-check of the
@@ -145,6 +147,7 @@ pub fn tune(factory: &dyn ModelFactory, opts: &TuneOptions, progress: &mut dyn F
     let trace_s = start.elapsed().as_secs_f64();
     let mut model = factory.build(opts.regime).map_err(anyhow::Error::msg)?;
     let (mut cands, canon) = match opts.greedy {
+        None if opts.classes => crate::space::class_candidates(&traced, opts.budget),
         None => candidates(&traced, opts.budget, opts.seed),
         Some(g) => greedy_candidates(model.as_mut(), &traced, g, &opts.rules, progress),
     };
