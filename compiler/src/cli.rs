@@ -204,6 +204,7 @@ enum Command {
 /// Runs the CLI with `resolve` for model names. Returns the exit code.
 pub fn main_with(resolve: &Resolver) -> i32 {
     quiet_vulkan_loader();
+    end_quietly_on_closed_pipe();
     let cli = match parse_as_this_binary(resolve) {
         Ok(cli) => cli,
         Err(e) => {
@@ -251,6 +252,17 @@ fn parse_as_this_binary(resolve: &Resolver) -> Result<Cli, clap::Error> {
 
 /// Mesa's Vulkan window-system code prints `error: XDG_RUNTIME_DIR is invalid or not set` lines
 /// when the variable is missing, though no window is ever opened. Give it the temp directory.
+/// `blazec space … --dry-run | head` used to panic ("failed printing to stdout: Broken pipe"):
+/// Rust ignores SIGPIPE, so a closed pipe surfaces as a print error. Restore the default, as
+/// command-line tools do: the process ends quietly when its reader goes away.
+fn end_quietly_on_closed_pipe() {
+    #[cfg(unix)]
+    // SAFETY: called at the start of `main`, before any thread; SIG_DFL is always valid.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn quiet_vulkan_loader() {
     if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
         // SAFETY: called first thing in `main_with`, before this program starts any thread.

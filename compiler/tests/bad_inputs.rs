@@ -52,3 +52,19 @@ fn blazec_refuses_bad_trace_files_with_one_error_line() {
         assert!(took < Duration::from_secs(5), "{path}: {took:?}");
     }
 }
+
+/// A reader that goes away (`blazec list | head -c 1`) ends blazec quietly: no panic message
+/// on stderr (it used to print "failed printing to stdout: Broken pipe").
+#[test]
+fn a_closed_pipe_ends_blazec_without_a_panic() {
+    let err = std::env::temp_dir().join(format!("blaze-pipe-{}.err", std::process::id()));
+    let status = std::process::Command::new("sh")
+        .args(["-c", &format!("{} list 2> {} | head -c 1 > /dev/null", env!("CARGO_BIN_EXE_blazec"), err.display())])
+        .env("XDG_RUNTIME_DIR", "/tmp")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let stderr = std::fs::read_to_string(&err).unwrap();
+    let _ = std::fs::remove_file(&err);
+    assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{stderr}");
+}
