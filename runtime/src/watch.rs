@@ -16,6 +16,9 @@
 //!   counting operations per window (one relaxed load and a counter per operation); a window
 //!   whose length the settled program never produced (a switch from training to evaluation, a
 //!   new batch size) reopens the judgement, so the other entry, or Burn's plan, takes over.
+//!
+//! A program that registers more than two steps' operations without a sync gets one warning in
+//! either mode: plans count operations from the last sync (see `blaze_burn::step_boundary`).
 use blaze_ir::{PlanError, signature::OpSignature, trace::TracedOp};
 use burn_fusion::observer::{BlockOperations, FusionObservation, FusionObserver};
 use burn_ir::{OperationIr, TensorId};
@@ -67,6 +70,8 @@ enum Judgement {
     Match(usize),
     NoMatch(PlanError),
     GaveUp,
+    /// More than two steps' worth of operations without a sync: plans cannot apply.
+    NoSync(u64),
 }
 
 /// One recorded operation: its signature and the sequence numbers of the recorded operations
@@ -269,7 +274,7 @@ impl OpStreamWatch {
         let outcome = match (&judgement, self.mode) {
             (Judgement::Match(_), _) => OpStreamCheck::Confirmed,
             (Judgement::NoMatch(err), _) => OpStreamCheck::Withdrawn(err.clone()),
-            (Judgement::GaveUp, _) => OpStreamCheck::Unconfirmed,
+            (Judgement::GaveUp | Judgement::NoSync(_), _) => OpStreamCheck::Unconfirmed,
         };
         match judgement {
             Judgement::Match(i) if s.installed != Some(i) => {
@@ -294,6 +299,15 @@ impl OpStreamWatch {
                 };
                 let ops = self.expected.iter().map(|e| e.ops_per_step.to_string()).collect::<Vec<_>>().join(" or ");
                 self.warn_once(s, format!("warning: blaze: no window between two syncs held the plan's {ops} operations in the first {MAX_WINDOWS}; {what} (does the program sync once per step?)"));
+            }
+            Judgement::NoSync(n) => {
+                s.events.push(format!("{n} operations without a sync"));
+                let what = match self.mode {
+                    Mode::Confirm => "the plan applies to the first step after a sync at most",
+                    Mode::Select => "no entry is installed",
+                };
+                let ops = self.expected.iter().map(|e| e.ops_per_step.to_string()).collect::<Vec<_>>().join(" or ");
+                self.warn_once(s, format!("warning: blaze: over {n} operations ran without a device sync (a step of the plan has {ops}); plans count operations from the last sync, so sync at the start of every step (blaze_burn::step_boundary(&device)); {what}"));
             }
         }
         let _ = self.outcome.set(outcome);
@@ -326,7 +340,9 @@ impl OpStreamWatch {
         let reads = crate::recorder::reads_of(op, seq, &mut w.producer);
         w.ops.push_back(Seen { sig: OpSignature::of(op), reads });
         w.trim(self.longest);
-        None
+        // The current window's start was trimmed away: it holds more than two steps. Not in the
+        // first window, which also holds whatever the program did before (building the model).
+        (w.starts.is_empty() && w.windows > 0).then(|| Judgement::NoSync(2 * self.longest as u64 + 1))
     }
 
     /// One operation once settled: true when it ended a window of a length the settled

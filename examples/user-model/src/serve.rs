@@ -10,23 +10,29 @@ pub struct Options {
     pub bundle: std::path::PathBuf,
     pub steps: usize,
     pub eval_steps: usize,
+    /// Leave out the per-step sync (to show what the runtime says then).
+    pub no_step_boundary: bool,
 }
 
 /// Parses `--bundle F [--steps N] [--eval-steps M]`; None (with a message) on bad input.
 pub fn options(args: &[String]) -> Result<Options, String> {
-    let mut opts = Options { bundle: Default::default(), steps: 6, eval_steps: 4 };
+    let mut opts = Options { bundle: Default::default(), steps: 6, eval_steps: 4, no_step_boundary: false };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
+        if flag == "--no-step-boundary" {
+            opts.no_step_boundary = true;
+            continue;
+        }
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
         match flag.as_str() {
             "--bundle" => opts.bundle = value.into(),
             "--steps" => opts.steps = value.parse().map_err(|_| format!("--steps: not a number: {value}"))?,
             "--eval-steps" => opts.eval_steps = value.parse().map_err(|_| format!("--eval-steps: not a number: {value}"))?,
-            _ => return Err(format!("unknown option {flag} (usage: user-model train --bundle F [--steps N] [--eval-steps M])")),
+            _ => return Err(format!("unknown option {flag} (usage: user-model train --bundle F [--steps N] [--eval-steps M] [--no-step-boundary])")),
         }
     }
     if opts.bundle.as_os_str().is_empty() {
-        return Err("--bundle is required (usage: user-model train --bundle F [--steps N] [--eval-steps M])".into());
+        return Err("--bundle is required (usage: user-model train --bundle F [--steps N] [--eval-steps M] [--no-step-boundary])".into());
     }
     Ok(opts)
 }
@@ -36,10 +42,10 @@ pub fn train_then_evaluate(opts: &Options) -> Result<(), String> {
     // The one line a user adds, before the first tensor operation.
     let blaze = blaze_burn::init(&blaze_burn::default_device(), &opts.bundle);
     let mut train = factory.build(Regime::Training)?;
-    let partition = run(train.as_mut(), opts.steps);
+    let partition = run(train.as_mut(), opts.steps, !opts.no_step_boundary);
     report("training", &blaze, &partition);
     let mut eval = factory.build(Regime::Forward)?;
-    let partition = run(eval.as_mut(), opts.eval_steps);
+    let partition = run(eval.as_mut(), opts.eval_steps, !opts.no_step_boundary);
     report("evaluation", &blaze, &partition);
     for event in blaze.events() {
         println!("blaze: {event}");
@@ -49,11 +55,13 @@ pub fn train_then_evaluate(opts: &Options) -> Result<(), String> {
 }
 
 /// Runs `steps` steps, the last one recorded; the executed partition's fingerprint.
-fn run(model: &mut dyn Model, steps: usize) -> String {
+fn run(model: &mut dyn Model, steps: usize, boundary: bool) -> String {
     for _ in 1..steps {
         // The step boundary a plan needs (`blaze_burn::step_boundary(&device)` in a program
         // that holds its device; the Model trait's sync is the same device sync).
-        model.sync();
+        if boundary {
+            model.sync();
+        }
         model.step(false);
     }
     model.sync();

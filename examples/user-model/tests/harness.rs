@@ -96,6 +96,15 @@ fn one_call_installs_the_training_entry_then_the_forward_entry() {
     assert!(eval.starts_with("after evaluation: installed tiny-mlp-lm forward [batch=8 seq=32] on llvmpipe"), "{stdout}{stderr}");
     assert!(eval.ends_with(&format!("; partition {}", planned[1])), "{stdout}");
     assert!(!stderr.contains("warning"), "{stderr}");
+
+    // The same program without a sync per step: plans cannot apply (they count operations from
+    // the last sync), and the runtime says so once instead of staying silent.
+    let out = user_model(&["train", "--bundle", bundle.to_str().unwrap(), "--no-step-boundary"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.starts_with("warning:")).collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(warnings[0].contains("operations ran without a device sync") && warnings[0].contains("blaze_burn::step_boundary"), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("after training: installed none;"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
