@@ -122,8 +122,10 @@ impl Live {
     pub fn step(&mut self, model: &mut dyn Model) -> StepOutput {
         let Some(run) = self.inner.as_mut() else { return model.step(false) };
         // The step starts at a sync: plans index operations from it (see blaze_burn's
-        // step_boundary); after the previous step's sync this is an empty drain.
-        model.sync();
+        // step_boundary). Every step ends with one (below), so only the first needs its own.
+        if run.driver.steps() == 0 {
+            model.sync();
+        }
         run.driver.before_step(&mut run.arms, &run.clock);
         let out = model.step(false);
         // The step read its loss back; this makes sure the device is done before timing.
