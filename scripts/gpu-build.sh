@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the GPU binaries (SPIR-V, feature `vulkan`) and packs them for the device tool:
 #   .gpu/blazec.xz                          blazec
-#   .gpu-overhead/blaze-overhead-{patched,stock}.xz
+#   .gpu-overhead/blaze-overhead-{patched,stock}.xz   (skipped with BLAZEC_ONLY=1)
 #                                           the overhead benchmark against patched and stock
 #                                           burn-fusion (same source and lock file)
 # Both builds use the same package set in one target directory: building another set there
@@ -18,6 +18,8 @@ pack() { strip -o "/tmp/$2.stripped" "$CARGO_TARGET_DIR/release/$1"; xz -T2 -6 -
 
 cargo build --release "${pkgs[@]}"
 pack blazec blazec .gpu
+# BLAZEC_ONLY=1: the overhead binaries are not needed (they cost a second build of most of Burn).
+if [ "${BLAZEC_ONLY:-0}" = 1 ]; then ls -la .gpu; exit 0; fi
 pack blaze-overhead blaze-overhead-patched .gpu-overhead
 cp "$CARGO_TARGET_DIR/release/blaze-overhead" /tmp/blaze-overhead-patched.stripped.src
 
