@@ -27,6 +27,9 @@
 #                              cutting every 4th live cut point), then fresh processes, each with an empty
 #                              CubeCL cache and an empty NVIDIA shader cache, alternate without and with
 #                              the bundle's autotune decisions: warm-up step times, steady steps, losses
+#   ship:<model>[:<reps>]      bundle of plans/<model>.{training,forward}.h200.ron + this machine's autotune
+#                              decisions; blazec check; Burn vs bundle in fresh processes (fresh seeded cache)
+#   oom:<model>[:<small>]      a run and a tune at a shape exhausting device memory, then a tune of <small>
 #   overhead:<pairs>           stock vs patched burn-fusion, order AB then BA, attention-d$OVERHEAD_D (257) training
 #   demo                       blazec demo at the reference shape
 #
@@ -47,7 +50,10 @@ for b in blazec blaze-overhead-patched blaze-overhead-stock; do
   done
 done
 R=/tmp/res; mkdir -p $R; cd /tmp
-if ls "$OLDPWD"/.gpu-cache/cache.txz.* > /dev/null 2>&1; then
+if [ -d ~/.cache/cubecl ]; then
+  # A machine kept warm from the previous call: its own caches are newer than the carried ones.
+  echo "warm machine: kept its own $(du -sh ~/.cache | cut -f1) of caches" > $R/cache-state.txt
+elif ls "$OLDPWD"/.gpu-cache/cache.txz.* > /dev/null 2>&1; then
   mkdir -p ~/.cache && cat "$OLDPWD"/.gpu-cache/cache.txz.* | xz -dc | tar xf - -C ~/.cache
   echo "restored $(du -sh ~/.cache | cut -f1) of caches at start" > $R/cache-state.txt
 else
@@ -136,6 +142,8 @@ for stage in ${STAGES:-}; do
         -o $R/live-$a.ron > $R/live-$a.txt 2> $R/live-$a.progress.txt ;;
     coldstart)
       cs=$R/coldstart-$a-$b; mkdir -p $cs
+      # The warm cache starts from this machine's default cache root (what earlier calls tuned).
+      rm -rf /tmp/cs-warm; mkdir -p /tmp/cs-warm; cp ~/.cache/cubecl/default.db* /tmp/cs-warm/ 2>/dev/null
       name=cs-warm; timed 300 env BLAZE_AUTOTUNE_CACHE=/tmp/cs-warm /tmp/blazec run $a --regime $b --steps 5 > $cs/warm.txt 2>&1
       name=cs-trace; timed 200 env BLAZE_AUTOTUNE_CACHE=/tmp/cs-warm /tmp/blazec trace $a --regime $b -o $cs/t.ron > $cs/trace.txt 2>&1
       rm -f $cs/model.blaze*
@@ -151,6 +159,36 @@ for stage in ${STAGES:-}; do
         done
         pack
       done ;;
+    ship)
+      # The shipped plans of <model> (plans/<model>.{training,forward}.h200.ron) and this machine's
+      # autotune decisions as one bundle; `check` on it; then Burn's plan and the bundle in fresh
+      # processes, alternating, each bundle run with an empty autotune cache seeded from the bundle.
+      sd=$R/ship-$a; mkdir -p $sd; rm -rf $sd/$a.blaze*
+      /tmp/blazec bundle $sd/$a.blaze $REPO/plans/$a.training.h200.ron $REPO/plans/$a.forward.h200.ron \
+        --autotune-cache ~/.cache/cubecl > $sd/bundle.txt 2>&1
+      name=ship-check; timed 200 /tmp/blazec check $sd/$a.blaze > $sd/check.txt 2>&1
+      for r in training forward; do
+        for rep in $(seq 1 ${b:-2}); do
+          order="burn bundle"; [ $((rep % 2)) -eq 0 ] && order="bundle burn"
+          for v in $order; do
+            name=ship-$r-$v-$rep; extra=""; [ $v = bundle ] && extra="--bundle $sd/$a.blaze"
+            rm -rf /tmp/ship-fresh; at=/tmp/ship-fresh; [ $v = burn ] && at=$HOME/.cache/cubecl
+            timed 150 env BLAZE_AUTOTUNE_CACHE=$at /tmp/blazec run $a --regime $r --warmup 3 --steps ${WIDTH_STEPS:-300} $extra \
+              > $sd/run-$r-$v-$rep.txt 2>&1
+          done
+        done
+        pack
+      done ;;
+    oom)
+      # Issue 14: a tune at a shape that exhausts device memory ends with one clear error and no
+      # plan; then a tune of a small model works. First a one-step run shows the shape fails.
+      od=$R/oom-$a; mkdir -p $od
+      name=oom-run; timed 150 /tmp/blazec run $a --regime training --warmup 0 --steps 1 --settle-ms 0 > $od/run.txt 2>&1
+      name=oom-tune; timed 200 /tmp/blazec tune $a --regime training --device vulkan --budget 2 --race-budget 20 \
+        -o $od/plan.ron > $od/tune.txt 2> $od/tune.err
+      ls -la $od > $od/ls.txt
+      name=oom-after; timed 150 /tmp/blazec tune ${b:-chain-32} --regime training --device vulkan --budget 2 --race-budget 15 \
+        -o $od/after.ron > $od/after.txt 2> $od/after.err ;;
     demo)
       timed 200 /tmp/blazec demo --steps 20 --out $R/demo > $R/demo.txt 2>&1 ;;
     *) echo "unknown stage $stage" >> $R/stages.txt ;;

@@ -60,7 +60,8 @@ fn report_path() -> PathBuf {
     std::env::temp_dir().join(format!("blaze-child-{}-{n}.ron", std::process::id()))
 }
 
-/// Waits for the child, killing it at `timeout`; its stderr's last line names a failure.
+/// Waits for the child, killing it at `timeout`; a failure is named by its stderr's panic and
+/// innermost cause (`failure::summarize`).
 fn wait_with_timeout(cmd: &mut Command, timeout: Duration) -> Result<(), String> {
     let stderr = tempfile_for_stderr()?;
     let mut child = cmd
@@ -72,7 +73,7 @@ fn wait_with_timeout(cmd: &mut Command, timeout: Duration) -> Result<(), String>
     loop {
         match child.try_wait().map_err(|e| e.to_string())? {
             Some(status) if status.success() => return Ok(()),
-            Some(status) => return Err(format!("child {status}: {}", last_line(stderr))),
+            Some(status) => return Err(format!("child {status}: {}", summary(stderr))),
             None if start.elapsed() > timeout => {
                 let _ = child.kill();
                 let _ = child.wait();
@@ -91,9 +92,9 @@ fn tempfile_for_stderr() -> Result<std::fs::File, String> {
     file.map_err(|e| format!("cannot capture child stderr: {e}"))
 }
 
-fn last_line(mut file: std::fs::File) -> String {
+fn summary(mut file: std::fs::File) -> String {
     use std::io::{Read, Seek};
     let mut text = String::new();
     let _ = file.seek(std::io::SeekFrom::Start(0)).and_then(|_| file.read_to_string(&mut text));
-    text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message").to_string()
+    crate::failure::summarize(&text)
 }

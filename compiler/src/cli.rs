@@ -131,6 +131,21 @@ enum Command {
     },
     /// List the built-in workloads with their parameter counts.
     List,
+    /// Add plan files (a tune's output, a doctor's plan, a plan from another machine) to a
+    /// bundle, each replacing the entry of the same device, Burn version, model, regime and
+    /// shapes; a new bundle when there is no file.
+    #[command(after_help = "Examples:\n  blazec bundle model.blaze plans/m.training.ron plans/m.forward.ron\n  blazec bundle model.blaze plans/m.training.ron --autotune-cache /tmp/at   # with this device's autotune decisions\n\nEvery plan is validated before the bundle is written; nothing is written when one is not valid.")]
+    Bundle {
+        bundle: PathBuf,
+        /// Plan files to add.
+        #[arg(required = true)]
+        plans: Vec<PathBuf>,
+        /// Also ship the CubeCL autotune decisions of this cache root (a directory a run or
+        /// tune used as BLAZE_AUTOTUNE_CACHE), for the device of the plans (all plans must then
+        /// name one device).
+        #[arg(long)]
+        autotune_cache: Option<PathBuf>,
+    },
     /// Does each entry of a bundle (or a plan file) still fit this machine and this build?
     /// Device and Burn version from its contract; for this device's entries the model is traced
     /// again and its op stream and cut points compared.
@@ -224,7 +239,11 @@ pub fn main_with(resolve: &Resolver) -> i32 {
     };
     // Commands that explore in this process (a tune explores in its workers).
     let explores_here = matches!(cli.command, Command::Doctor { .. } | Command::Probe { .. } | Command::Verify { .. } | Command::Run(_) | Command::Live(_) | Command::Trace { .. });
-    match dispatch(cli.command, resolve).and_then(|()| if explores_here { check_fault_landed(fault) } else { Ok(()) }) {
+    // A model step that panics (the device out of memory at this shape, a lost device) ends
+    // the command with one `error:` line naming the cause, after the panic's own report.
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(cli.command, resolve)))
+        .unwrap_or_else(|payload| Err(anyhow::anyhow!("{}", crate::failure::summarize(&format!("panicked at\n{}", crate::failure::panic_text(payload.as_ref()))))));
+    match outcome.and_then(|()| if explores_here { check_fault_landed(fault) } else { Ok(()) }) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -454,6 +473,7 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             anyhow::ensure!(rows.iter().any(|r| r.verdict.is_ok()), "no entry fits this machine ({}) and build", device.adapter);
             Ok(())
         }
+        Command::Bundle { bundle, plans, autotune_cache } => crate::tune_cli::bundle_command(&bundle, &plans, autotune_cache.as_deref()),
         Command::List => {
             for name in resolve.names() {
                 let Some(factory) = resolve.find(&name, None, None) else { continue };

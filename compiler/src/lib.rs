@@ -19,6 +19,7 @@ pub mod catalog;
 pub mod cli;
 pub mod confirm;
 pub mod enumerate;
+pub mod failure;
 pub mod files;
 pub mod greedy;
 pub mod live;

@@ -223,6 +223,29 @@ pub fn add_to_bundle(path: &Path, plan: blaze_ir::PlanFile) -> anyhow::Result<bo
     Ok(replaced)
 }
 
+/// `blazec bundle`: every plan is read and validated first, so a bad one leaves the bundle as
+/// it was.
+pub fn bundle_command(path: &Path, plans: &[std::path::PathBuf], autotune_cache: Option<&Path>) -> anyhow::Result<()> {
+    let plans = plans
+        .iter()
+        .map(|p| blaze_ir::PlanFile::read(p).with_context(|| format!("{}: not a plan file", p.display())))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let device = plans[0].contract.device.clone();
+    if autotune_cache.is_some() {
+        anyhow::ensure!(plans.iter().all(|p| p.contract.device == device), "--autotune-cache: the plans name more than one device; add them in one call per device");
+    }
+    for plan in plans {
+        let key = blaze_ir::bundle::EntryKey::of(&plan.contract);
+        let replaced = add_to_bundle(path, plan)?;
+        println!("bundle {}: {} the entry for {key}", path.display(), if replaced { "replaced" } else { "added" });
+    }
+    if let Some(cache) = autotune_cache {
+        let file = crate::autotune::add_to_bundle(path, cache, &device)?;
+        println!("bundle {}: {} autotune decisions for {} in {}", path.display(), file.decisions, device.adapter, file.file);
+    }
+    Ok(())
+}
+
 /// Times the model in a child process with fusion off (a per-process Burn setting): the
 /// cross-check of the in-process arm.
 pub(crate) fn fusion_off_child(model: &ModelArgs, steps: u32) -> anyhow::Result<FusionOffChild> {
