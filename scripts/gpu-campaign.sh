@@ -154,7 +154,7 @@ for stage in ${STAGES:-}; do
           name=cs-$v-$rep; extra="--plan $cs/model.blaze"; [ $v = with ] && extra="--bundle $cs/model.blaze"
           rm -rf /tmp/cs-fresh /tmp/cs-nv; mkdir -p /tmp/cs-nv
           timed 300 env BLAZE_AUTOTUNE_CACHE=/tmp/cs-fresh __GL_SHADER_DISK_CACHE_PATH=/tmp/cs-nv /tmp/blazec run $a --regime $b \
-            --warmup 5 --steps ${CS_STEPS:-100} --settle-ms 0 --report $cs/$v-$rep.ron > $cs/$v-$rep.txt 2>&1
+            --warmup 5 --steps ${CS_STEPS:-100} --settle-ms 0 $extra --report $cs/$v-$rep.ron > $cs/$v-$rep.txt 2>&1
           python3 -c "import re,sys; t=open('$cs/$v-$rep.ron').read(); [t:=re.sub(r'logits: \[[^\]]*\]', 'logits: []', t)]; open('$cs/$v-$rep.ron','w').write(t)" 2>/dev/null
         done
         pack
