@@ -11,4 +11,10 @@ fn main() {
     println!("cargo:rustc-env=BLAZE_COMMIT={commit}{}", if dirty { "-dirty" } else { "" });
     println!("cargo:rerun-if-changed=../.git/HEAD");
     println!("cargo:rerun-if-changed=../.git/index");
+    // A commit moves the branch, not HEAD; an edit not yet staged changes neither, and must
+    // still mark the binary `-dirty`.
+    println!("cargo:rerun-if-changed=../.git/refs/heads");
+    for dir in ["src", "../ir/src", "../runtime/src", "../runtime/burn/src", "../examples/workloads/src", "../patches"] {
+        println!("cargo:rerun-if-changed={dir}");
+    }
 }

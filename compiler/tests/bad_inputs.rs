@@ -68,3 +68,31 @@ fn a_closed_pipe_ends_blazec_without_a_panic() {
     let _ = std::fs::remove_file(&err);
     assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{stderr}");
 }
+
+/// A shape that exhausts the device's memory. On lavapipe device memory is the process's own,
+/// so an address-space limit (`ulimit -v`, 5 GB) makes the allocation fail as a full GPU's
+/// would: `run` and `tune` each end with exit 1 and one last `error:` line naming the panic's
+/// cause and saying it is memory, and the tune writes no plan.
+#[test]
+fn a_shape_that_exhausts_memory_ends_with_one_clear_error_and_no_plan() {
+    let dir = scratch("oom");
+    let plan = dir.join("plan.ron");
+    let limited = |args: &str| {
+        std::process::Command::new("sh")
+            .args(["-c", &format!("ulimit -v 5000000 && exec \"$0\" {args}"), env!("CARGO_BIN_EXE_blazec")])
+            .env("XDG_RUNTIME_DIR", std::env::var("XDG_RUNTIME_DIR").unwrap_or("/tmp".into()))
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .expect("blazec runs")
+    };
+    let run = limited("run mlp-w1024-b200000 --regime training --warmup 1 --steps 1 --settle-ms 0");
+    let tune = limited(&format!("tune mlp-w1024-b200000 --regime training --device vulkan --budget 2 -o {}", plan.display()));
+    for (what, out) in [("run", run), ("tune", tune)] {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{what}: {stderr}");
+        let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+        assert!(last.starts_with("error:") && last.contains("can't allocate buffer") && last.contains("the device ran out of memory"), "{what}: {last}");
+        assert_eq!(stderr.lines().filter(|l| l.starts_with("error:")).count(), 1, "{what}: {stderr}");
+    }
+    assert!(!plan.exists(), "no plan from a tune that could not measure");
+}

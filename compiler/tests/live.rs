@@ -61,3 +61,37 @@ fn a_live_run_settles_rechecks_and_keeps_burns_numbers() {
     eprintln!("live run vs Burn's run: largest relative loss difference {diff:e} over {STEPS} steps");
     assert!(diff <= blaze_compiler::tune::verify::REL_TOL, "losses drifted {diff:e} from Burn's run");
 }
+
+/// Drift on a real run: from the first settle on, the kept arm's steps are made twice as long
+/// (test-only `--inject-drift 1.0`, a sleep after each of its steps). The drift check must find
+/// the runner-up faster, reopen selection, and settle again on another arm; the run's numbers
+/// are untouched (the slowdown is a sleep).
+#[test]
+fn a_drift_check_on_a_real_run_finds_the_kept_arm_slowed_and_settles_elsewhere() {
+    let dir = scratch("live-drift");
+    let out = dir.join("live.ron");
+    let mut args = vec!["live"];
+    args.extend(MODEL);
+    args.extend(["--steps", "1200", "--first-check", "20", "--min-rounds", "3", "--rounds", "20", "--check-rounds", "8", "--max-blocks", "1,2", "--cut-arms", "1", "--no-fusion-off", "--inject-drift", "1.0", "-o", out.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&ok(&args).stdout).into_owned();
+    let run: LiveRun = ron::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let events = &run.report.events;
+    let settles: Vec<(u64, usize)> = events.iter().filter_map(|e| match e.what {
+        What::Settled { winner, .. } => Some((e.step, winner)),
+        _ => None,
+    }).collect();
+    let failed_check = events.iter().find(|e| matches!(e.what, What::Checked { clean: false, .. }));
+    let reopened = events.iter().find(|e| matches!(e.what, What::Reopened { .. }));
+    let (check, reopen) = (failed_check.expect("a check that was not clean"), reopened.expect("a reopen"));
+    assert!(!settles.is_empty(), "settled: {events:#?}\n{stdout}");
+    let first = settles[0];
+    assert!(first.0 < check.step && check.step <= reopen.step, "settle, then a failed check and a reopen: {events:#?}\n{stdout}");
+    match check.what {
+        What::Checked { ratio, hi, .. } => assert!(ratio < 1.0 && hi < 1.0, "the runner-up is faster with confidence: {:?}", check.what),
+        _ => unreachable!(),
+    }
+    // A selection that ends undecided keeps Burn's plan; if that was the slowed arm the next
+    // check reopens again. In the end another arm is kept.
+    let later: Vec<usize> = settles.iter().filter(|s| s.0 > reopen.step).map(|s| s.1).collect();
+    assert!(later.iter().any(|&w| w != first.1), "after the reopen an arm other than the slowed c{} is kept: {events:#?}", first.1);
+}

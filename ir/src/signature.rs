@@ -49,7 +49,11 @@ impl OpSignature {
 
 /// `NumericFloat/Add`: the outer and inner variant names of `op`'s Debug form.
 pub fn kind_of(op: &OperationIr) -> String {
-    let debug = format!("{op:?}");
+    kind_in(&debug_prefix(op, KIND_PREFIX))
+}
+
+/// The variant path in (a prefix of) an operation's Debug form.
+fn kind_in(debug: &str) -> String {
     let mut parts = Vec::new();
     for token in debug.split(['(', ' ', '{', ',', ')']) {
         let t = token.trim();
@@ -71,6 +75,77 @@ pub fn kind_of(op: &OperationIr) -> String {
     parts.join("/")
 }
 
+/// The two variant names sit in the first few dozen characters of an operation's Debug form;
+/// formatting the whole form (every tensor's shape and id) cost the op-stream watch most of its
+/// time on a 1089-operation step.
+const KIND_PREFIX: usize = 256;
+
+/// The Debug form of `op` up to `cap` bytes, cut back to the last separator so no token is
+/// partial.
+fn debug_prefix(op: &dyn std::fmt::Debug, cap: usize) -> String {
+    use std::fmt::Write;
+    struct Capped(String, usize);
+    impl Write for Capped {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            let room = self.1.saturating_sub(self.0.len());
+            if s.len() <= room {
+                self.0.push_str(s);
+                return Ok(());
+            }
+            let mut end = room;
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            self.0.push_str(&s[..end]);
+            Err(std::fmt::Error)
+        }
+    }
+    let mut out = Capped(String::with_capacity(cap), cap);
+    if write!(out, "{op:?}").is_err() {
+        let keep = out.0.rfind(['(', ' ', '{', ',', ')']).unwrap_or(0);
+        out.0.truncate(keep);
+    }
+    out.0
+}
+
 fn is_dtype(t: &str) -> bool {
     matches!(t, "F64" | "F32" | "F16" | "BF16" | "Flex32" | "I64" | "I32" | "I16" | "I8" | "U64" | "U32" | "U16" | "U8" | "Bool" | "QFloat")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Debug like Burn's: `NumericFloat(F32, Add(BinaryOpIr { lhs: TensorIr { .. }, .. }))`,
+    /// with a long tail of tensors.
+    struct FakeOp(&'static str, usize);
+    impl std::fmt::Debug for FakeOp {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "{}", self.0)?;
+            for i in 0..self.1 {
+                write!(f, "TensorIr {{ id: TensorId {{ value: {i} }}, shape: Shape {{ dims: [16, 256, 257] }}, status: ReadOnly, dtype: F32 }}, ")?;
+            }
+            write!(f, "}})")
+        }
+    }
+
+    #[test]
+    fn a_capped_debug_form_gives_the_kind_the_whole_form_gives() {
+        for head in ["NumericFloat(F32, Add(BinaryOpIr { lhs: ", "Drop(", "Float(F32, Matmul(MatmulOpIr { ", "Init(InitOperationIr { out: "] {
+            let op = FakeOp(head, 40);
+            let whole = format!("{op:?}");
+            let capped = debug_prefix(&op, KIND_PREFIX);
+            assert!(capped.len() <= KIND_PREFIX && whole.len() > 4 * KIND_PREFIX);
+            assert_eq!(kind_in(&capped), kind_in(&whole), "{head}");
+        }
+        assert_eq!(kind_in(&debug_prefix(&FakeOp("NumericFloat(F32, Add(BinaryOpIr { lhs: ", 3), KIND_PREFIX)), "NumericFloat/Add");
+    }
+
+    #[test]
+    fn a_cut_never_leaves_a_partial_token() {
+        // Cut inside `BinaryOpIr`: the partial word is dropped, not read as a variant.
+        let capped = debug_prefix(&FakeOp("NumericFloat(F32, Add(BinaryOpIr { lhs: ", 1), 27);
+        assert_eq!(capped, "NumericFloat(F32, Add");
+        assert_eq!(kind_in(&capped), "NumericFloat/Add");
+    }
 }

@@ -42,6 +42,14 @@ pub struct LiveArgs {
     pub switch_at: Option<u64>,
     #[arg(long)]
     pub switch_batch: Option<usize>,
+    /// Change the conditions this many steps after the first selection settled (instead of at
+    /// a fixed step), so the drift checks run under conditions the selection never saw.
+    #[arg(long, requires = "switch_batch", conflicts_with = "switch_at")]
+    pub switch_after_settle: Option<u64>,
+    /// Test only: from the first settle on, the kept arm's steps take this fraction longer (a
+    /// sleep after each), so a drift check has a known slowdown to find.
+    #[arg(long, hide = true)]
+    pub inject_drift: Option<f64>,
     /// Write the report (RON) here, and a markdown table beside it (.md).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
@@ -56,7 +64,7 @@ pub fn live(resolve: &Resolver, args: &LiveArgs) -> anyhow::Result<()> {
     if let Some(out) = &args.output {
         crate::files::prepare_output(out)?;
     }
-    let mut opts = LiveOptions { max_blocks: args.max_blocks.clone(), cut_arms: args.cut_arms, fusion_off: !args.no_fusion_off, bundle: args.bundle.clone(), ..LiveOptions::default() };
+    let mut opts = LiveOptions { max_blocks: args.max_blocks.clone(), cut_arms: args.cut_arms, fusion_off: !args.no_fusion_off, bundle: args.bundle.clone(), inject_drift: args.inject_drift, ..LiveOptions::default() };
     opts.schedule.first_check = args.first_check;
     opts.schedule.select = args.race.rules();
     opts.schedule.check = crate::tune::race::RaceRules { max_rounds: args.check_rounds, ..opts.schedule.check.clone() };
@@ -64,8 +72,11 @@ pub fn live(resolve: &Resolver, args: &LiveArgs) -> anyhow::Result<()> {
     let mut live = Live::start(factory.as_ref(), args.model.regime, &opts, &mut progress)?;
     let mut model = factory.build(args.model.regime).map_err(anyhow::Error::msg)?;
     let mut losses = Vec::with_capacity(args.steps as usize);
+    let mut switched_at = None;
     for step in 0..args.steps {
-        if Some(step) == args.switch_at {
+        let after_settle = args.switch_after_settle.zip(live.settled_at()).map(|(n, at)| at + n);
+        if switched_at.is_none() && (Some(step) == args.switch_at || Some(step) == after_settle) {
+            switched_at = Some(step);
             let other = switched.as_ref().expect("clap requires --switch-batch");
             progress(&format!("step {step}: conditions change: {}", other.name()));
             model = other.build(args.model.regime).map_err(anyhow::Error::msg)?;
@@ -77,7 +88,7 @@ pub fn live(resolve: &Resolver, args: &LiveArgs) -> anyhow::Result<()> {
     let report = live.report().expect("live mode is on");
     println!("{}", report.to_markdown());
     if let Some(out) = &args.output {
-        write_report(out, &report, &losses)?;
+        write_report(out, &report, &losses, switched_at)?;
     }
     Ok(())
 }
@@ -87,11 +98,14 @@ pub fn live(resolve: &Resolver, args: &LiveArgs) -> anyhow::Result<()> {
 pub struct LiveRun {
     pub report: LiveReport,
     pub losses: Vec<f32>,
+    /// The step at which the conditions changed (`--switch-at`, `--switch-after-settle`).
+    #[serde(default)]
+    pub switched_at: Option<u64>,
 }
 
 /// The report (with the run's losses) as RON, and its markdown beside it.
-fn write_report(out: &std::path::Path, report: &LiveReport, losses: &[f32]) -> anyhow::Result<()> {
-    let run = LiveRun { report: report.clone(), losses: losses.to_vec() };
+fn write_report(out: &std::path::Path, report: &LiveReport, losses: &[f32], switched_at: Option<u64>) -> anyhow::Result<()> {
+    let run = LiveRun { report: report.clone(), losses: losses.to_vec(), switched_at };
     crate::files::write_atomic(out, &crate::files::to_ron(&run))?;
     crate::files::write_atomic(&out.with_extension("md"), &report.to_markdown())
 }

@@ -146,6 +146,16 @@ impl Driver {
         self.step
     }
 
+    /// The arm the last step ran under.
+    pub fn installed(&self) -> Option<usize> {
+        self.installed
+    }
+
+    /// The step at which the first selection settled.
+    pub fn first_settle(&self) -> Option<u64> {
+        self.events.iter().find(|e| matches!(e.what, What::Settled { .. })).map(|e| e.step)
+    }
+
     /// Whether a race (selection or check) is running.
     pub fn racing(&self) -> bool {
         matches!(self.phase, Phase::Racing(_))

@@ -51,11 +51,15 @@ pub struct LiveOptions {
     /// A shipped bundle: its entry that fits this run (device, model, regime, shapes, op
     /// stream) races as an arm; nothing is added when none fits (said in the report).
     pub bundle: Option<std::path::PathBuf>,
+    /// Test only: from the first settle on, every step of the arm kept then takes this fraction
+    /// of its own time longer (a sleep after the step), so a drift check has a real slowdown to
+    /// find on a real run.
+    pub inject_drift: Option<f64>,
 }
 
 impl Default for LiveOptions {
     fn default() -> Self {
-        Self { schedule: Schedule::default(), max_blocks: vec![1, 2, 8], cut_arms: 2, fusion_off: true, seed: 0, bundle: None }
+        Self { schedule: Schedule::default(), max_blocks: vec![1, 2, 8], cut_arms: 2, fusion_off: true, seed: 0, bundle: None, inject_drift: None }
     }
 }
 
@@ -85,6 +89,9 @@ struct Running {
     arms: DeviceArms,
     clock: WallClock,
     report: LiveReport,
+    inject_drift: Option<f64>,
+    /// The arm the injected drift slows (the first one kept).
+    slowed: Option<usize>,
 }
 
 impl Live {
@@ -115,7 +122,7 @@ impl Live {
         let report = LiveReport::new(&desc, &opts.schedule, arms, refused, started.elapsed().as_secs_f64());
         install(&cands[0]);
         let clock = WallClock(Instant::now());
-        Ok(Self { inner: Some(Running { driver, arms: DeviceArms(cands), clock, report }) })
+        Ok(Self { inner: Some(Running { driver, arms: DeviceArms(cands), clock, report, inject_drift: opts.inject_drift, slowed: None }) })
     }
 
     /// One training step of `model`, under the arm the schedule says.
@@ -127,9 +134,11 @@ impl Live {
             model.sync();
         }
         run.driver.before_step(&mut run.arms, &run.clock);
+        let started = Instant::now();
         let out = model.step(false);
         // The step read its loss back; this makes sure the device is done before timing.
         model.sync();
+        run.drift(started.elapsed());
         let before = run.driver.events.len();
         run.driver.after_step(&run.clock);
         for event in &run.driver.events[before..] {
@@ -142,6 +151,25 @@ impl Live {
     pub fn report(&self) -> Option<LiveReport> {
         let run = self.inner.as_ref()?;
         Some(run.report.finish(&run.driver))
+    }
+
+    /// The step at which the first selection settled (None before, or when live mode is off).
+    pub fn settled_at(&self) -> Option<u64> {
+        self.inner.as_ref()?.driver.first_settle()
+    }
+}
+
+impl Running {
+    /// The test-only injected drift ([`LiveOptions::inject_drift`]) after a step that took
+    /// `took`.
+    fn drift(&mut self, took: Duration) {
+        let Some(fraction) = self.inject_drift else { return };
+        if self.slowed.is_none() && self.driver.first_settle().is_some() {
+            self.slowed = Some(self.driver.winner());
+        }
+        if self.slowed.is_some() && self.slowed == self.driver.installed() {
+            std::thread::sleep(took.mul_f64(fraction));
+        }
     }
 }
 
