@@ -132,3 +132,34 @@ fn a_bundle_ships_autotune_decisions_and_a_fresh_cache_imports_them() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains(&format!("0 decisions imported, {decisions} already present")), "the first run left them in its cache: {stderr}");
 }
+
+/// `blazec bundle`: plan files a user already has go into one bundle, each replacing the entry
+/// of its key; a bad file among them leaves the bundle as it was. (The shipped H200 plans: no
+/// device is needed.)
+#[test]
+fn bundle_adds_plan_files_validating_each_first() {
+    let dir = scratch("bundle-add");
+    let path = dir.join("model.blaze");
+    let plans = env!("CARGO_MANIFEST_DIR").to_string() + "/../plans/";
+    let (training, forward) = (plans.clone() + "attention-d257.training.h200.ron", plans + "attention-d257.forward.h200.ron");
+    let out = String::from_utf8_lossy(&ok(&["bundle", path.to_str().unwrap(), &training, &forward]).stdout).into_owned();
+    assert_eq!(out.matches(": added the entry for attention-d257").count(), 2, "{out}");
+    let held = Bundle::read(&path).unwrap();
+    assert_eq!(held.entries.len(), 2);
+    for file in [&training, &forward] {
+        let plan = PlanFile::read(std::path::Path::new(file)).unwrap();
+        assert!(held.entries.iter().any(|e| *e == plan), "{file} is held as it was written");
+    }
+
+    let again = String::from_utf8_lossy(&ok(&["bundle", path.to_str().unwrap(), &forward]).stdout).into_owned();
+    assert!(again.contains(": replaced the entry for attention-d257 forward"), "{again}");
+    let before = std::fs::read(&path).unwrap();
+
+    let bad = dir.join("bad.ron");
+    std::fs::write(&bad, "PlanFile(format_version: 2").unwrap();
+    let refused = blazec(&["bundle", path.to_str().unwrap(), &training, bad.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(stderr.lines().filter(|l| l.starts_with("error:")).count() == 1 && stderr.contains("bad.ron: not a plan file"), "{stderr}");
+    assert_eq!(std::fs::read(&path).unwrap(), before, "a refused call leaves the bundle as it was");
+}

@@ -96,3 +96,35 @@ fn list_prints_every_workload_with_its_parameter_count() {
     assert_eq!(count("attention-d257"), 1_724_084);
     assert!(rows.iter().all(|(_, p)| *p > 0), "{out}");
 }
+
+/// Issue 14: a tune's report text, timings aside, is the same in two runs: what was requested,
+/// what the e-graph and confirm collapsed, and every candidate's id and cuts. (Which candidate
+/// wins depends on timings and is not compared.)
+#[test]
+fn tune_report_text_is_identical_across_runs_apart_from_timings() {
+    let dir = scratch("det-tune");
+    let report = |tag: &str| {
+        let out = dir.join(format!("{tag}.ron"));
+        ok(&["tune", "chain-32", "--batch", "4", "--device", "vulkan", "--budget", "6", "--rounds", "10", "--min-rounds", "3", "--race-budget", "10", "--max-blocks", "1", "-o", out.to_str().unwrap()]);
+        std::fs::read_to_string(out.with_extension("report.md")).unwrap()
+    };
+    // The lines that do not depend on a clock: the plan-space summary and, per candidate row,
+    // its id and cuts.
+    let timeless = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| {
+                if l.starts_with("- requested") {
+                    Some(l.to_string())
+                } else if l.starts_with("| c") {
+                    Some(l.split('|').take(3).collect::<Vec<_>>().join("|"))
+                } else {
+                    None
+                }
+            })
+            .collect()
+    };
+    let (first, again) = (report("first"), report("again"));
+    let (a, b) = (timeless(&first), timeless(&again));
+    assert!(a.len() >= 4 && a[0].starts_with("- requested"), "{first}");
+    assert_eq!(a, b, "the report's timeless lines differ between runs");
+}
