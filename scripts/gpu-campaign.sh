@@ -21,7 +21,8 @@
 #                              its advantage hold in a process of its own
 #   live:<model>:<steps>[:<at>:<batch>]
 #                              blazec live (training) for <steps> steps, extra $LIVE_ARGS; with <at>:<batch>
-#                              the batch switches at step <at> (drift for the checks to find)
+#                              the batch switches at step <at>, or <N> steps after the first settle when
+#                              <at> is s<N> (drift for the checks to find)
 #   coldstart:<model>:<regime>:<reps>
 #                              issue 13's cold-start table: a warm cache is exported into a bundle (a plan
 #                              cutting every 4th live cut point), then fresh processes, each with an empty
@@ -137,7 +138,12 @@ for stage in ${STAGES:-}; do
         [ $((rep % 4)) -eq 0 ] && pack
       done ;;
     live)
-      extra=""; [ -n "$c" ] && extra="--switch-at ${c%%:*} --switch-batch ${c##*:}"
+      # <at> = s<N>: switch N steps after the first settle (drift checks then run under
+      # conditions the selection never saw).
+      extra=""; at=${c%%:*}
+      if [ -n "$c" ]; then
+        case $at in s*) extra="--switch-after-settle ${at#s} --switch-batch ${c##*:}" ;; *) extra="--switch-at $at --switch-batch ${c##*:}" ;; esac
+      fi
       name=live-$a; timed ${LIVE_TIMEOUT:-560} /tmp/blazec live $a --steps $b $extra ${LIVE_ARGS:-} \
         -o $R/live-$a.ron > $R/live-$a.txt 2> $R/live-$a.progress.txt ;;
     coldstart)

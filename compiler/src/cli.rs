@@ -241,8 +241,14 @@ pub fn main_with(resolve: &Resolver) -> i32 {
     let explores_here = matches!(cli.command, Command::Doctor { .. } | Command::Probe { .. } | Command::Verify { .. } | Command::Run(_) | Command::Live(_) | Command::Trace { .. });
     // A model step that panics (the device out of memory at this shape, a lost device) ends
     // the command with one `error:` line naming the cause, after the panic's own report.
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(cli.command, resolve)))
-        .unwrap_or_else(|payload| Err(anyhow::anyhow!("{}", crate::failure::summarize(&format!("panicked at\n{}", crate::failure::panic_text(payload.as_ref()))))));
+    // A tune worker keeps the panic's exit status: its supervisor reads a crash there and goes
+    // on without the candidate.
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(cli.command, resolve))).unwrap_or_else(|payload| {
+        if crate::tune::supervise::is_worker() {
+            std::panic::resume_unwind(payload);
+        }
+        Err(anyhow::anyhow!("{}", crate::failure::summarize(&format!("panicked at\n{}", crate::failure::panic_text(payload.as_ref())))))
+    });
     match outcome.and_then(|()| if explores_here { check_fault_landed(fault) } else { Ok(()) }) {
         Ok(()) => 0,
         Err(e) => {

@@ -28,6 +28,11 @@ pub struct Supervision {
     pub fusion_off: Option<FusionOffChild>,
 }
 
+/// Whether this process is a tune's worker (started by [`supervise`]).
+pub fn is_worker() -> bool {
+    std::env::var_os(JOURNAL_ENV).is_some()
+}
+
 /// Runs the tune's worker (this binary again, same arguments) until it finishes, leaving out
 /// every candidate that hangs or crashes it.
 pub fn supervise(args: &Supervision) -> anyhow::Result<()> {
