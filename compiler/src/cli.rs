@@ -346,17 +346,10 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             crate::files::write_atomic(&output, &plan.to_ron())?;
             let settings = if plan.settings.is_default() { String::new() } else { format!(", settings {}", plan.settings.to_text()) };
             println!("plan with {} cut(s) of {} cut points{settings} written to {}", plan.cuts.len(), plan.cut_points.len(), output.display());
-            if let Some(bundle) = bundle {
-                let key = blaze_ir::bundle::EntryKey::of(&plan.contract);
-                let device = plan.contract.device.clone();
-                let replaced = crate::tune_cli::add_to_bundle(&bundle, plan)?;
-                println!("bundle {}: {} the entry for {key}", bundle.display(), if replaced { "replaced" } else { "added" });
-                if let Some(cache) = autotune_cache {
-                    let file = crate::autotune::add_to_bundle(&bundle, &cache, &device)?;
-                    println!("bundle {}: {} autotune decisions for this device in {}", bundle.display(), file.decisions, file.file);
-                }
+            match bundle {
+                Some(bundle) => crate::tune_cli::add_plans_to_bundle(&bundle, vec![plan], autotune_cache.as_deref()),
+                None => Ok(()),
             }
-            Ok(())
         }
         Command::Space { trace, budget, seed, check_egraph, dry_run, classes, output } => {
             let trace = read_trace(&trace)?;

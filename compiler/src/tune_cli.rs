@@ -230,7 +230,13 @@ pub fn bundle_command(path: &Path, plans: &[std::path::PathBuf], autotune_cache:
         .iter()
         .map(|p| blaze_ir::PlanFile::read(p).with_context(|| format!("{}: not a plan file", p.display())))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let device = plans[0].contract.device.clone();
+    add_plans_to_bundle(path, plans, autotune_cache)
+}
+
+/// Adds `plans` to the bundle at `path` (each replacing the entry of its key) and, with
+/// `autotune_cache`, the autotune decisions of that cache root for the plans' one device.
+pub fn add_plans_to_bundle(path: &Path, plans: Vec<blaze_ir::PlanFile>, autotune_cache: Option<&Path>) -> anyhow::Result<()> {
+    let device = plans.first().context("no plan to add")?.contract.device.clone();
     if autotune_cache.is_some() {
         anyhow::ensure!(plans.iter().all(|p| p.contract.device == device), "--autotune-cache: the plans name more than one device; add them in one call per device");
     }
@@ -241,7 +247,7 @@ pub fn bundle_command(path: &Path, plans: &[std::path::PathBuf], autotune_cache:
     }
     if let Some(cache) = autotune_cache {
         let file = crate::autotune::add_to_bundle(path, cache, &device)?;
-        println!("bundle {}: {} autotune decisions for {} in {}", path.display(), file.decisions, device.adapter, file.file);
+        println!("bundle {}: {} autotune decisions for this device in {}", path.display(), file.decisions, file.file);
     }
     Ok(())
 }

@@ -74,7 +74,8 @@ pub fn live(resolve: &Resolver, args: &LiveArgs) -> anyhow::Result<()> {
     let mut losses = Vec::with_capacity(args.steps as usize);
     let mut switched_at = None;
     for step in 0..args.steps {
-        let after_settle = args.switch_after_settle.zip(live.settled_at()).map(|(n, at)| at + n);
+        // Only asked for when the switch waits on the settle (it scans the run's events).
+        let after_settle = args.switch_after_settle.and_then(|n| live.settled_at().map(|at| at + n));
         if switched_at.is_none() && (Some(step) == args.switch_at || Some(step) == after_settle) {
             switched_at = Some(step);
             let other = switched.as_ref().expect("clap requires --switch-batch");
