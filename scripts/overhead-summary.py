@@ -26,28 +26,12 @@ size). The interval narrows with the number of pairs: about 30 are needed for +-
 spread measured there.
 """
 import glob, math, os, statistics, sys
-from floorstat import quantile
-
-T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-        2.052, 2.048, 2.045, 2.042]
-
-def t975(df):
-    return T975[df - 1] if df <= len(T975) else 1.96 + 2.4 / df
+from floorstat import quantile, sign_interval, t975
 
 def steps(path):
     rows = [l.split() for l in open(path) if l.startswith("step ")]
     return [float(r[3]) for r in rows], {int(r[1]): r[5] for r in rows}
 
-
-def binom_half_cdf(k, n):
-    return sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
-
-def sign_interval(d, alpha=0.05):
-    d, n, l = sorted(d), len(d), 0
-    while l < n // 2 and 2 * binom_half_cdf(l, n) <= alpha:
-        l += 1
-    return (d[l - 1], d[n - l]) if l else (-math.inf, math.inf)
 
 d = sys.argv[1]
 pairs, skipped, mismatched = [], [], 0

@@ -230,11 +230,40 @@ fn node_decl(op: &TracedOp) -> String {
 
 /// Stable fingerprint of an op stream.
 pub fn op_stream_fingerprint(ops: &[TracedOp]) -> String {
-    let mut text = String::new();
+    let mut fingerprint = OpStreamHasher::default();
     for op in ops {
-        let _ = writeln!(text, "{} <- {:?}", op.sig.to_line(), op.inputs);
+        fingerprint.push(&op.sig.to_line(), op.inputs.iter().copied());
     }
-    crate::hash::stable_hex(text.as_bytes())
+    fingerprint.finish()
+}
+
+/// [`op_stream_fingerprint`] one operation at a time, from each operation's signature line
+/// ([`OpSignature::to_line`], which a caller can format once and keep) and the step-relative
+/// indices it reads. The hashed bytes are the same: one line `<signature> <- [i, j]` per op.
+#[derive(Default)]
+pub struct OpStreamHasher {
+    hasher: crate::hash::StableHasher,
+    scratch: String,
+}
+
+impl OpStreamHasher {
+    pub fn push(&mut self, line: &str, inputs: impl Iterator<Item = u32>) {
+        self.scratch.clear();
+        self.scratch.push_str(line);
+        self.scratch.push_str(" <- [");
+        for (k, i) in inputs.enumerate() {
+            if k > 0 {
+                self.scratch.push_str(", ");
+            }
+            let _ = write!(self.scratch, "{i}");
+        }
+        self.scratch.push_str("]\n");
+        self.hasher.update(self.scratch.as_bytes());
+    }
+
+    pub fn finish(self) -> String {
+        self.hasher.hex()
+    }
 }
 
 #[cfg(test)]
@@ -307,5 +336,20 @@ mod tests {
         let text = tiny().to_text();
         assert!(text.contains("cut? live  %1"), "{text}");
         assert!(text.contains("cut? cache %2"), "{text}");
+    }
+
+    #[test]
+    fn the_streamed_fingerprint_hashes_the_text_plan_files_were_made_with() {
+        // The form every shipped plan's `op_stream` was computed from (kept here verbatim):
+        // changing the bytes would make every existing plan file mismatch.
+        let mut t = tiny();
+        t.ops[2].inputs = vec![0, 1];
+        let mut text = String::new();
+        for op in &t.ops {
+            let _ = writeln!(text, "{} <- {:?}", op.sig.to_line(), op.inputs);
+        }
+        assert!(text.contains("Float/Exp F32 [2,3] <- [0, 1]\n"), "{text}");
+        assert_eq!(t.op_stream_fingerprint(), crate::hash::stable_hex(text.as_bytes()));
+        assert_ne!(t.op_stream_fingerprint(), tiny().op_stream_fingerprint());
     }
 }

@@ -19,7 +19,7 @@
 //!
 //! A program that registers more than two steps' operations without a sync gets one warning in
 //! either mode: plans count operations from the last sync (see `blaze_burn::step_boundary`).
-use blaze_ir::{PlanError, signature::OpSignature, trace::TracedOp};
+use blaze_ir::{PlanError, signature::OpSignature, trace::OpStreamHasher};
 use burn_fusion::observer::{BlockOperations, FusionObservation, FusionObserver};
 use burn_ir::{OperationIr, TensorId};
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -74,10 +74,11 @@ enum Judgement {
     NoSync(u64),
 }
 
-/// One recorded operation: its signature and the sequence numbers of the recorded operations
-/// it reads.
+/// One recorded operation: its signature line (formatted once: a run is fingerprinted at
+/// every alignment judged, up to [`CANDIDATES`] times) and the sequence numbers of the
+/// recorded operations it reads.
 struct Seen {
-    sig: OpSignature,
+    line: String,
     reads: Vec<u64>,
 }
 
@@ -106,16 +107,15 @@ impl Window {
         self.first + self.ops.len() as u64
     }
 
-    /// The operations `start..end` as a traced step (reads outside it dropped, as a recorder
-    /// started at `start` would not have seen them).
-    fn traced(&self, start: u64, end: u64) -> Vec<TracedOp> {
-        (start..end)
-            .map(|seq| {
-                let op = &self.ops[(seq - self.first) as usize];
-                let inputs = op.reads.iter().filter(|&&r| r >= start).map(|&r| (r - start) as u32).collect();
-                TracedOp { index: (seq - start) as u32, sig: op.sig.clone(), inputs }
-            })
-            .collect()
+    /// The fingerprint of operations `start..end` as a traced step (reads outside it dropped,
+    /// as a recorder started at `start` would not have seen them).
+    fn fingerprint(&self, start: u64, end: u64) -> String {
+        let mut fingerprint = OpStreamHasher::default();
+        for seq in start..end {
+            let op = &self.ops[(seq - self.first) as usize];
+            fingerprint.push(&op.line, op.reads.iter().filter(|&&r| r >= start).map(|&r| (r - start) as u32));
+        }
+        fingerprint.finish()
     }
 
     /// Keeps what the next judgements can need: the last `2 * keep` operations.
@@ -247,7 +247,7 @@ impl OpStreamWatch {
         for len in lengths {
             let Some(start) = end.checked_sub(len as u64).filter(|s| w.starts.contains(s) && *s >= w.first) else { continue };
             w.candidates += 1;
-            let observed = blaze_ir::trace::op_stream_fingerprint(&w.traced(start, end));
+            let observed = w.fingerprint(start, end);
             if let Some(i) = self.expected.iter().position(|e| e.ops_per_step == len && e.fingerprint == observed) {
                 return Some(Judgement::Match(i));
             }
@@ -338,7 +338,7 @@ impl OpStreamWatch {
         }
         let seq = w.next_seq();
         let reads = crate::recorder::reads_of(op, seq, &mut w.producer);
-        w.ops.push_back(Seen { sig: OpSignature::of(op), reads });
+        w.ops.push_back(Seen { line: OpSignature::of(op).to_line(), reads });
         w.trim(self.longest);
         // The current window's start was trimmed away: it holds more than two steps. Not in the
         // first window, which also holds whatever the program did before (building the model).
