@@ -31,6 +31,8 @@
 #   ship:<model>[:<reps>]      bundle of plans/<model>.{training,forward}.h200.ron + this machine's autotune
 #                              decisions; blazec check; Burn vs bundle in fresh processes (fresh seeded cache)
 #   oom:<model>[:<small>]      a run and a tune at a shape exhausting device memory, then a tune of <small>
+#   lost:<model>               a tune whose candidate c2 destroys the wgpu device on install (test-only
+#                              --inject-device-lost 2, hang limit 60 s), then the same tune again
 #   overhead:<pairs>           stock vs patched burn-fusion, order AB then BA, attention-d$OVERHEAD_D (257) training
 #   interleave:<pairs>[:<rounds>]
 #                              stock vs patched burn-fusion, two co-resident `blaze-overhead --serve`
@@ -205,6 +207,13 @@ for stage in ${STAGES:-}; do
       ls -la $od > $od/ls.txt
       name=oom-after; timed 150 /tmp/blazec tune ${b:-chain-32} --regime training --device vulkan --budget 2 --race-budget 15 \
         -o $od/after.ron > $od/after.txt 2> $od/after.err ;;
+    lost)
+      ld=$R/lost-$a; mkdir -p $ld
+      name=lost-tune; timed 240 /tmp/blazec tune $a --regime training --device vulkan --budget 4 --race-budget 20 \
+        --no-fusion-off --hang-timeout 60 --inject-device-lost 2 -o $ld/plan.ron > $ld/tune.txt 2> $ld/tune.err
+      ls -la $ld > $ld/ls.txt
+      name=lost-again; timed 200 /tmp/blazec tune $a --regime training --device vulkan --budget 4 --race-budget 20 \
+        --no-fusion-off -o $ld/again.ron > $ld/again.txt 2> $ld/again.err ;;
     demo)
       timed 200 /tmp/blazec demo --steps 20 --out $R/demo > $R/demo.txt 2>&1 ;;
     *) echo "unknown stage $stage" >> $R/stages.txt ;;

@@ -114,6 +114,10 @@ pub struct TuneArgs {
     /// Test only: make installing candidate N panic (a crashing candidate).
     #[arg(long, hide = true)]
     pub inject_panic: Option<usize>,
+    /// Test only: installing candidate N destroys the wgpu device under the default device (a
+    /// lost device, as after a driver reset), in the worker process only.
+    #[arg(long, hide = true)]
+    pub inject_device_lost: Option<usize>,
 }
 
 pub fn check_device(requested: &str) -> anyhow::Result<()> {
@@ -163,6 +167,11 @@ pub fn run_tune(resolve: &Resolver, args: &TuneArgs) -> anyhow::Result<()> {
 fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path) -> anyhow::Result<()> {
     journal::inject_hang(args.inject_hang);
     journal::inject_panic(args.inject_panic);
+    if let Some(id) = args.inject_device_lost {
+        // Before the model's first operation: the wgpu handle can only be kept at set-up.
+        blaze_burn::device::keep_device_for_fault_injection().map_err(|e| anyhow::anyhow!("--inject-device-lost: {e}"))?;
+        journal::inject_device_lost(Some(id));
+    }
     crate::confirm::on_install(journal::installed);
     let fusion_off = match std::env::var(journal::FUSION_OFF_ENV) {
         Ok(text) => Some(ron::from_str::<FusionOffChild>(&text).context("fusion-off cross-check from the supervisor")?),

@@ -29,6 +29,7 @@ static LAST_BEAT: Mutex<Option<std::time::Instant>> = Mutex::new(None);
 const BEAT_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 static HANG_ON: AtomicUsize = AtomicUsize::new(usize::MAX);
 static PANIC_ON: AtomicUsize = AtomicUsize::new(usize::MAX);
+static LOSE_DEVICE_ON: AtomicUsize = AtomicUsize::new(usize::MAX);
 
 /// Opens the journal named in the environment (worker side); false when there is none.
 pub fn open_from_env() -> bool {
@@ -39,7 +40,8 @@ pub fn open_from_env() -> bool {
 }
 
 /// Records that candidate `id` is now installed. Test-only: blocks forever on the candidate
-/// named by [`inject_hang`], panics on the one named by [`inject_panic`].
+/// named by [`inject_hang`], panics on the one named by [`inject_panic`], destroys the device
+/// on the one named by [`inject_device_lost`].
 pub fn installed(id: usize) {
     if let Some(file) = JOURNAL.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
         let _ = writeln!(file, "install {id}");
@@ -47,6 +49,9 @@ pub fn installed(id: usize) {
     }
     if PANIC_ON.load(Ordering::Relaxed) == id {
         panic!("injected panic on installing candidate {id} (test only)");
+    }
+    if LOSE_DEVICE_ON.load(Ordering::Relaxed) == id && blaze_burn::device::lose_device() {
+        eprintln!("note: device destroyed on installing candidate {id} (--inject-device-lost, test only)");
     }
     if HANG_ON.load(Ordering::Relaxed) == id {
         loop {
@@ -105,6 +110,12 @@ impl Model for BeatingModel {
 /// Test only: make installing candidate `id` hang.
 pub fn inject_hang(id: Option<usize>) {
     HANG_ON.store(id.unwrap_or(usize::MAX), Ordering::Relaxed);
+}
+
+/// Test only: make installing candidate `id` destroy the device (it must have been kept by
+/// `blaze_burn::device::keep_device_for_fault_injection`).
+pub fn inject_device_lost(id: Option<usize>) {
+    LOSE_DEVICE_ON.store(id.unwrap_or(usize::MAX), Ordering::Relaxed);
 }
 
 /// Test only: make installing candidate `id` panic.

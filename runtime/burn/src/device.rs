@@ -61,3 +61,25 @@ fn pollster_block<F: std::future::Future>(fut: F) -> F::Output {
         std::thread::yield_now();
     }
 }
+
+/// Test only: the wgpu device under the default device, kept by
+/// [`keep_device_for_fault_injection`] so [`lose_device`] can destroy it.
+static LOSABLE: OnceLock<burn::tensor::wgpu::wgpu::Device> = OnceLock::new();
+
+/// Test only (`blazec tune --inject-device-lost`): brings the default device up through Burn's
+/// own setup call and keeps its wgpu handle, so that [`lose_device`] can later take the device
+/// away as a driver reset would. Must run before the default device's first use; the runtime
+/// options are Burn's defaults (CUBECL_WGPU_MAX_TASKS still applies).
+pub fn keep_device_for_fault_injection() -> Result<(), String> {
+    use burn::tensor::wgpu::WgpuBackend;
+    let api = if cfg!(feature = "vulkan") { WgpuBackend::Vulkan } else { WgpuBackend::Auto };
+    let (_device, setup) = Device::wgpu_options().graphics_api(api).init_with_setup().map_err(|e| format!("{e:?}"))?;
+    let _ = LOSABLE.set(setup.device);
+    Ok(())
+}
+
+/// Test only: destroys the device kept by [`keep_device_for_fault_injection`] (every later
+/// use of it fails as on a lost device). False when none was kept.
+pub fn lose_device() -> bool {
+    LOSABLE.get().map(|device| device.destroy()).is_some()
+}
