@@ -156,7 +156,9 @@ struct State {
     reopens: u32,
     /// Window lengths of the program as last settled.
     lengths: BTreeSet<u64>,
-    /// Time spent in this observer (its whole cost to the program).
+    /// Time spent judging (recording operations, fingerprinting runs, deciding): the check's
+    /// cost to the program. A settled watch's per-operation count (a lock, an atomic load and
+    /// a counter) is not clocked: reading the clock would cost more than the work.
     busy: Duration,
     /// What the watch decided, one line per decision, in order.
     events: Vec<String>,
@@ -229,7 +231,7 @@ impl OpStreamWatch {
         self.lock().events.clone()
     }
 
-    /// Time this observer has spent so far (the confirmation's cost to the program).
+    /// Time this observer has spent judging so far (the confirmation's cost to the program).
     pub fn busy(&self) -> Duration {
         self.lock().busy
     }
@@ -365,15 +367,16 @@ impl FusionObserver for OpStreamWatch {
         if self.done.load(Ordering::Relaxed) {
             return;
         }
-        let start = Instant::now();
         let mut guard = self.lock();
         let s = &mut *guard;
         match &mut s.phase {
             Phase::Judging(w) => {
+                let start = Instant::now();
                 if let Some(judgement) = self.record(w, op) {
                     let lengths = w.lengths();
                     self.decide(s, judgement, lengths);
                 }
+                s.busy += start.elapsed();
             }
             Phase::Settled(settled) => {
                 if Self::settled_op(settled) {
@@ -390,7 +393,6 @@ impl FusionObserver for OpStreamWatch {
                 }
             }
         }
-        s.busy += start.elapsed();
     }
 
     fn block_starts(&self, _block: BlockOperations<'_>) {}
