@@ -131,6 +131,14 @@ enum Command {
     },
     /// List the built-in workloads with their parameter counts.
     List,
+    /// Print the campaign table of tune results files (`*.results.ron`): Burn's plan, fusion
+    /// off, the best settings-only and the best plan with cuts, as ratios to Burn's plan with
+    /// the race's intervals; what was kept, the cold cost, window and break-even.
+    #[command(after_help = "Example:\n  blazec table results/h200/*/plans/*.results.ron")]
+    Table {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
     /// Add plan files (a tune's output, a doctor's plan, a plan from another machine) to a
     /// bundle, each replacing the entry of the same device, Burn version, model, regime and
     /// shapes; a new bundle when there is no file.
@@ -473,6 +481,10 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Bundle { bundle, plans, autotune_cache } => crate::tune_cli::bundle_command(&bundle, &plans, autotune_cache.as_deref()),
+        Command::Table { files } => {
+            print!("{}", crate::tune::table::table(&files)?);
+            Ok(())
+        }
         Command::List => {
             for name in resolve.names() {
                 let Some(factory) = resolve.find(&name, None, None) else { continue };

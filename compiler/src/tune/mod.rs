@@ -9,6 +9,7 @@ pub mod race;
 pub mod report;
 pub mod stats;
 pub mod supervise;
+pub mod table;
 pub mod verify;
 
 use crate::candidate::Candidate;

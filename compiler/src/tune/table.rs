@@ -1,0 +1,154 @@
+//! `blazec table FILE..`: the campaign table of issue 10 from tune results files, one row per
+//! (workload, regime, shapes): Burn's plan, fusion off (the in-process arm), the best
+//! settings-only candidate and the best candidate with cuts, each as its paired ratio to Burn's
+//! plan with the race's interval, then what was kept, why the race stopped, the cold cost and
+//! window, and break-even. Reads every protocol's files; cells a file has no data for say so.
+use super::{TuneResult, Timed, verify::VerifyOutcome};
+use std::path::Path;
+
+/// What a candidate changes, from its label (`c3: b5 b7`, `c12: blocks=2`, `c16: fusion-off`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Kind {
+    Burn,
+    FusionOff,
+    /// Only settings (beam width, submission batch).
+    Settings,
+    /// At least one cut, with or without settings.
+    Cuts,
+}
+
+pub fn kind_of(label: &str) -> Kind {
+    let body = label.split_once(": ").map_or(label, |(_, b)| b);
+    match body.trim() {
+        "burn" => Kind::Burn,
+        "fusion-off" => Kind::FusionOff,
+        b if b.split_whitespace().all(|t| t.contains('=')) => Kind::Settings,
+        _ => Kind::Cuts,
+    }
+}
+
+fn body(label: &str) -> &str {
+    label.split_once(": ").map_or(label, |(_, b)| b)
+}
+
+/// `blocks=3: 0.9392 [0.8997, 0.9908]`, or `–` when the candidate has no paired standing.
+fn ratio_cell(t: &Timed, named: bool) -> String {
+    let Some(s) = &t.standing else { return format!("{} (no paired standing)", body(&t.cuts)) };
+    let name = if named { format!("{}: ", shorten(body(&t.cuts))) } else { String::new() };
+    format!("{name}{:.4} [{:.4}, {:.4}]", s.ratio, s.lo, s.hi)
+}
+
+fn shorten(cuts: &str) -> String {
+    let n = cuts.split_whitespace().filter(|t| !t.contains('=')).count();
+    let settings: Vec<&str> = cuts.split_whitespace().filter(|t| t.contains('=')).collect();
+    match n {
+        0 => settings.join(" "),
+        _ => [settings.join(" "), format!("{n} cuts")].iter().filter(|s| !s.is_empty()).cloned().collect::<Vec<_>>().join(" + "),
+    }
+}
+
+/// The candidate of `kind` with the lowest paired ratio.
+fn best(r: &TuneResult, kind: Kind) -> Option<&Timed> {
+    r.timed
+        .iter()
+        .filter(|t| kind_of(&t.cuts) == kind && t.standing.is_some())
+        .min_by(|a, b| a.standing.as_ref().unwrap().ratio.total_cmp(&b.standing.as_ref().unwrap().ratio))
+}
+
+fn kept(r: &TuneResult) -> String {
+    let label = r.timed.iter().find(|t| t.id == r.selected).map_or("?".to_string(), |t| body(&t.cuts).to_string());
+    let verify = match &r.verify {
+        VerifyOutcome::NothingToCheck => String::new(),
+        VerifyOutcome::Verified { identical: true, .. } => ", verified (bit-identical)".into(),
+        VerifyOutcome::Verified { max_rel_diff, .. } => format!(", verified ({max_rel_diff:.1e})"),
+        VerifyOutcome::NotSettled(why) => format!(", not settled: {why}"),
+        VerifyOutcome::Refused(why) => format!(", refused: {why}"),
+    };
+    match label.as_str() {
+        "burn" => format!("Burn's plan{verify}"),
+        _ => format!("**{}**{verify}", shorten(&label)),
+    }
+}
+
+fn break_even(b: Option<(f64, f64)>) -> String {
+    b.map_or("none".into(), |(steps, minutes)| format!("{steps:.0} steps ({minutes:.1} min)"))
+}
+
+/// One markdown row.
+pub fn row(r: &TuneResult) -> String {
+    let burn = r.timed.iter().find(|t| kind_of(&t.cuts) == Kind::Burn);
+    let burn_ms = burn.map_or("–".into(), |t| format!("{:.2} ({:.2})", t.summary.median, t.summary.p75 - t.summary.p25));
+    let cell = |kind: Kind| best(r, kind).map_or("–".to_string(), |t| ratio_cell(t, kind != Kind::FusionOff));
+    let stop = r.race_stop.split(':').next().unwrap_or("").trim().to_string();
+    format!(
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} + {:.1} s | {} / {} |",
+        r.model,
+        r.regime,
+        r.shapes,
+        burn_ms,
+        cell(Kind::FusionOff),
+        cell(Kind::Settings),
+        cell(Kind::Cuts),
+        kept(r),
+        if stop.is_empty() { "–".into() } else { stop },
+        r.trace_s,
+        r.window_s,
+        break_even(r.break_even_default),
+        break_even(r.break_even_stock),
+    )
+}
+
+pub const HEADER: &str = "| workload | regime | shapes | Burn's plan ms (IQR) | fusion off: ratio [interval] | best settings-only: ratio [interval] | best with cuts: ratio [interval] | kept | race stop | cold (trace + confirm) + window | break-even vs default / vs best stock |\n|---|---|---|---|---|---|---|---|---|---|---|";
+
+/// Reads each results file and prints the table (rows in the order given) with each file's
+/// provenance first.
+pub fn table(paths: &[impl AsRef<Path>]) -> anyhow::Result<String> {
+    use anyhow::Context;
+    let mut out = String::new();
+    let mut rows = Vec::new();
+    for path in paths {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let r: TuneResult = ron::from_str(&text).with_context(|| format!("{} is not a tune results file", path.display()))?;
+        out.push_str(&format!("{}: {} {} on {} ({}), commit {}, {}, {}\n", path.display(), r.model, r.regime, r.device.adapter, r.device.compiler, r.commit, r.date, r.protocol));
+        rows.push(row(&r));
+    }
+    out.push('\n');
+    out.push_str(HEADER);
+    for row in rows {
+        out.push('\n');
+        out.push_str(&row);
+    }
+    out.push('\n');
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_sort_into_burn_fusion_off_settings_and_cuts() {
+        assert_eq!(kind_of("c0: burn"), Kind::Burn);
+        assert_eq!(kind_of("c16: fusion-off"), Kind::FusionOff);
+        assert_eq!(kind_of("c12: blocks=1"), Kind::Settings);
+        assert_eq!(kind_of("c13: blocks=2 tasks=16"), Kind::Settings);
+        assert_eq!(kind_of("c3: b5 b7"), Kind::Cuts);
+        assert_eq!(kind_of("c4: blocks=2 b5"), Kind::Cuts);
+        assert_eq!(shorten("blocks=2 b5 b9"), "blocks=2 + 2 cuts");
+    }
+
+    #[test]
+    fn an_h200_results_file_gives_its_row() {
+        // Session 5's attention-d257 forward tune on the H200 (protocol blaze-measure/3).
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../results/h200/2026-12-01-s5/call2-tunes/plans/attention-d257.forward.results.ron");
+        let text = table(&[path]).unwrap();
+        let row = text.lines().last().unwrap();
+        assert!(row.starts_with("| attention-d257 | forward |"), "{row}");
+        assert!(row.contains("| 0.9812 [0.9402, 0.9999] |"), "fusion off: {row}");
+        assert!(row.contains("| blocks=3: 0.9392 [0.8997, 0.9908] |"), "best settings: {row}");
+        assert!(row.contains("| **blocks=3**, verified (bit-identical) | winner |"), "kept: {row}");
+        assert!(row.contains("51814 steps (4.2 min) / 82837 steps (6.7 min)"), "{row}");
+        assert!(table(&["/nonexistent.ron"]).unwrap_err().to_string().contains("reading /nonexistent.ron"));
+    }
+}
