@@ -43,6 +43,9 @@ enum Command {
     /// Run a model for some steps, optionally under a plan file; print losses, the executed
     /// partition of the last step and step times.
     Run(run::RunArgs),
+    /// Internal (tune's race across processes): one model stepped on request over stdin/stdout.
+    #[command(hide = true)]
+    Serve(crate::serve::ServeArgs),
     /// A training run in live mode: arms verified on side instances, raced on the run's own
     /// steps, the winner kept and re-checked against the runner-up on a doubling delay.
     #[command(after_help = "Examples:\n  blazec live attention-d257 --steps 5000 -o live.ron\n  blazec live attention-d257 --batch 2 --seq 32 --steps 300 --first-check 50 --min-rounds 3 --rounds 12 -o /tmp/live.ron\n  blazec live moe-e8k2 --steps 6000 --switch-at 3000 --switch-batch 64 -o live.ron\n  blazec live attention-d257 --steps 8000 --switch-after-settle 1000 --switch-batch 64 -o live.ron\n\nIn a program of your own: `let mut live = blaze_compiler::live::Live::from_env(&factory, Regime::Training);` then `live.step(model)` for every step; BLAZE_LIVE=1 turns it on.")]
@@ -246,7 +249,7 @@ pub fn main_with(resolve: &Resolver) -> i32 {
         }
     };
     // Commands that explore in this process (a tune explores in its workers).
-    let explores_here = matches!(cli.command, Command::Doctor { .. } | Command::Probe { .. } | Command::Verify { .. } | Command::Run(_) | Command::Live(_) | Command::Trace { .. });
+    let explores_here = matches!(cli.command, Command::Doctor { .. } | Command::Probe { .. } | Command::Verify { .. } | Command::Run(_) | Command::Serve(_) | Command::Live(_) | Command::Trace { .. });
     // A model step that panics (the device out of memory at this shape, a lost device) ends
     // the command with one `error:` line naming the cause, after the panic's own report.
     // A tune worker keeps the panic's exit status: its supervisor reads a crash there and goes
@@ -413,6 +416,7 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Run(args) => run::run(resolve, &args),
+        Command::Serve(args) => crate::serve::serve(resolve, &args),
         Command::Live(args) => crate::live::command::live(resolve, &args),
         Command::Tune(args) => crate::tune_cli::run_tune(resolve, &args),
         Command::RaceCheck(args) => crate::race_check::race_check(resolve, &args),

@@ -32,6 +32,7 @@ pub mod demo;
 pub mod doctor;
 pub mod run;
 pub mod runner;
+pub mod serve;
 pub mod session;
 pub mod space;
 pub mod tracing;

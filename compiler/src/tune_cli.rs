@@ -85,6 +85,13 @@ pub struct TuneArgs {
     /// over Burn's default partition.
     #[arg(long, default_value_t = 0)]
     pub cuts_per_width: usize,
+    /// Submission batches (CUBECL_WGPU_MAX_TASKS, kernels per queue submission; CubeCL's
+    /// default 32) raced after the in-process race, under the plan it selected: CubeCL reads the
+    /// value once per process, so each runs in a process of its own, all of them co-resident and
+    /// visited in turns with the same paired statistics, against the program's current value
+    /// and a control process; `none` for none.
+    #[arg(long, default_value = "none", value_parser = parse_task_counts)]
+    pub max_tasks: Widths,
     /// Cut candidates by cut-point class: the same place in every layer is one decision
     /// (every combination of up to 4 repeating classes, else one request per class).
     #[arg(long, conflicts_with = "greedy")]
@@ -108,6 +115,10 @@ pub struct TuneArgs {
     /// Test only: `N:F` makes candidate N's visits slower by the fraction F of Burn's step.
     #[arg(long, hide = true, value_parser = parse_slowdown)]
     pub inject_slowdown: Option<Slowdown>,
+    /// Test only: `M:F` makes the server process with submission batch M slower by the fraction
+    /// F of its step (a known effect for the race across processes).
+    #[arg(long, hide = true, value_parser = parse_process_slowdown)]
+    pub inject_process_slowdown: Option<(u32, f64)>,
     /// Test only: make installing candidate N block forever (a hung candidate).
     #[arg(long, hide = true)]
     pub inject_hang: Option<usize>,
@@ -197,7 +208,10 @@ fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path
         classes: args.classes,
     };
     let mut progress = progress_printer("tune", args.verbose);
-    let result = tune(&journal::Beating(factory), &opts, &mut progress)?;
+    let mut result = tune(&journal::Beating(factory), &opts, &mut progress)?;
+    if !args.max_tasks.0.is_empty() {
+        race_submission_batches(args, &mut result, &mut progress)?;
+    }
     if std::io::stderr().is_terminal() && !args.verbose {
         eprintln!();
     }
@@ -216,6 +230,45 @@ fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path
             println!("bundle {}: {} autotune decisions for this device in {}", bundle.display(), file.decisions, file.file);
         }
     }
+    Ok(())
+}
+
+/// The race across processes (`tune::processes`) of the submission batches, under the plan the
+/// in-process race selected; a kept value goes into the plan's settings.
+fn race_submission_batches(args: &TuneArgs, result: &mut crate::tune::TuneResult, progress: &mut dyn FnMut(&str)) -> anyhow::Result<()> {
+    use crate::tune::processes::{ProcessPlan, ServeCommand, current_max_tasks, race_across_processes};
+    let plan = result.plan.as_mut().expect("tune returns a plan");
+    let plan_path = std::env::temp_dir().join(format!("blaze-serve-plan-{}.ron", std::process::id()));
+    let mut serve_args = vec!["serve".to_string(), args.model.model.clone(), "--regime".into(), args.model.regime.to_string()];
+    for (flag, value) in [("--batch", args.model.batch), ("--seq", args.model.seq)] {
+        if let Some(v) = value {
+            serve_args.extend([flag.to_string(), v.to_string()]);
+        }
+    }
+    let uses_plan = !plan.cuts.is_empty() || !plan.settings.is_default();
+    if uses_plan {
+        write_atomic(&plan_path, &plan.to_ron())?;
+        serve_args.extend(["--plan".to_string(), plan_path.display().to_string()]);
+    }
+    // As many untimed steps as the in-process race settled for (its 1 s), the same in every
+    // server so that their losses compare step by step.
+    let settle = result.visit.as_ref().map_or(10, |v| v.settle_steps.max(5));
+    serve_args.extend(["--warmup".into(), args.warmup.to_string(), "--settle-steps".into(), settle.to_string()]);
+    let cmd = ServeCommand { exe: std::env::current_exe().context("cannot find own executable")?, args: serve_args, timeout: std::time::Duration::from_secs(args.hang_timeout) };
+    let what = ProcessPlan { plan_text: result.selected_text.clone(), reference: current_max_tasks(), values: args.max_tasks.0.clone(), slowdown: args.inject_process_slowdown };
+    let raced = race_across_processes(&cmd, &what, &args.race.rules(), &journal::beat, progress);
+    if uses_plan {
+        let _ = std::fs::remove_file(&plan_path);
+    }
+    if let Some(m) = raced.kept {
+        plan.settings.max_tasks = Some(m);
+    }
+    let line = raced.selection_text();
+    if let Some(m) = plan.measurements.as_mut() {
+        m.selection = format!("{}; {line}", m.selection);
+    }
+    result.selection = format!("{}; {line}", result.selection);
+    result.process_race = Some(raced);
     Ok(())
 }
 
@@ -296,6 +349,25 @@ mod tests {
 pub struct Widths(pub Vec<u32>);
 
 fn parse_widths(text: &str) -> Result<Widths, String> {
+    parse_setting_list(text, "beam widths")
+}
+
+fn parse_task_counts(text: &str) -> Result<Widths, String> {
+    parse_setting_list(text, "submission batches")
+}
+
+/// `M:F`: the server with submission batch M, slowed by the fraction F.
+fn parse_process_slowdown(text: &str) -> Result<(u32, f64), String> {
+    let (m, f) = text.split_once(':').ok_or("expected M:F, for example 16:0.05")?;
+    let m = m.parse().map_err(|_| format!("`{m}` is not a submission batch"))?;
+    let f: f64 = f.parse().map_err(|_| format!("`{f}` is not a fraction"))?;
+    if !(0.0..=10.0).contains(&f) {
+        return Err(format!("slowdown {f} is out of range 0..=10"));
+    }
+    Ok((m, f))
+}
+
+fn parse_setting_list(text: &str, what: &str) -> Result<Widths, String> {
     if text.trim() == "none" {
         return Ok(Widths(vec![]));
     }
@@ -303,7 +375,7 @@ fn parse_widths(text: &str) -> Result<Widths, String> {
     for word in text.split(',') {
         match word.trim().parse::<u32>() {
             Ok(n) if (1..=blaze_ir::plan::MAX_SETTING).contains(&n) => out.push(n),
-            _ => return Err(format!("`{word}`: expected beam widths 1..={} separated by commas, or `none`", blaze_ir::plan::MAX_SETTING)),
+            _ => return Err(format!("`{word}`: expected {what} 1..={} separated by commas, or `none`", blaze_ir::plan::MAX_SETTING)),
         }
     }
     out.sort_unstable();

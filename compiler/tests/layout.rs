@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Command modules: they parse arguments and print; everything else is a stage or a helper.
-const COMMANDS: [&str; 8] = ["cli", "run", "demo", "bench", "race_check", "tune_cli", "check", "live::command"];
+const COMMANDS: [&str; 9] = ["cli", "run", "serve", "demo", "bench", "race_check", "tune_cli", "check", "live::command"];
 
 /// Module name of a source file: `tune/race.rs` -> `tune`, `live/command.rs` -> `live::command`.
 fn node_of(rel: &str) -> String {

@@ -103,3 +103,37 @@ fn tune_races_cuts_over_a_beam_widths_own_partition() {
     assert!(on_width.iter().all(|t| report.contains(**t)), "the report lists them: {report}");
     blaze_ir::PlanFile::parse(&std::fs::read_to_string(&plan).unwrap()).expect("a valid plan is written");
 }
+
+/// Issue 10 item 2: the submission batch is fixed per process, so `tune --max-tasks` races each
+/// value in a co-resident server process of its own, in turns, paired with a reference process
+/// (the program's current value) and beside a control process (the reference's configuration
+/// again). A known 50 % slowdown injected into one server must be found slower; every server
+/// ran the same seeded steps, so its losses equal the reference's; the control is never kept.
+#[test]
+fn tune_races_submission_batches_across_co_resident_processes() {
+    let dir = scratch("settings-tune-tasks");
+    let plan = dir.join("plan.ron");
+    let args = [
+        "tune", "chain-32", "--batch", "4", "--regime", "forward", "--device", "lavapipe", "--budget", "1", "--max-blocks", "none",
+        "--no-fusion-off", "--min-rounds", "10", "--rounds", "14", "--max-tasks", "1,64", "--inject-process-slowdown", "64:0.5", "-v",
+        "-o", plan.to_str().unwrap(),
+    ];
+    let out = blazec_env(&args, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("racing across processes"), "{stderr}");
+    let results: blaze_compiler::tune::TuneResult = ron::from_str(&std::fs::read_to_string(dir.join("plan.results.ron")).unwrap()).unwrap();
+    let p = results.process_race.expect("a race across processes was run");
+    let shape: Vec<(u32, bool)> = p.arms.iter().map(|a| (a.max_tasks, a.control)).collect();
+    assert_eq!(shape, vec![(32, false), (32, true), (1, false), (64, false)], "reference, control, then one server per other value");
+    assert!(p.arms.iter().all(|a| a.losses_match), "every server computed the reference's losses: {:?}", p.arms);
+    let slowed = &p.arms[3];
+    let verdict = slowed.standing.as_ref().map(|s| s.verdict.clone());
+    assert_eq!(verdict, Some(blaze_compiler::tune::race::Verdict::Slower), "the slowed server is found slower: {}", slowed.outcome);
+    assert_ne!(p.kept, Some(64));
+    let written = blaze_ir::PlanFile::parse(&std::fs::read_to_string(&plan).unwrap()).expect("a valid plan is written");
+    assert_eq!(written.settings.max_tasks, p.kept, "the plan carries the kept submission batch, if any");
+    let report = std::fs::read_to_string(dir.join("plan.report.md")).unwrap();
+    assert!(report.contains("## Across processes: submission batch") && report.contains("p1 (control)"), "{report}");
+    assert!(report.contains("Every comparison in the table above was made in one process"), "the report says which comparisons were in-process");
+}

@@ -5,6 +5,7 @@
 pub mod journal;
 pub mod measure;
 pub mod paired;
+pub mod processes;
 pub mod race;
 pub mod report;
 pub mod stats;
@@ -137,6 +138,10 @@ pub struct TuneResult {
     /// The race alone (settling, sizing and rounds).
     #[serde(default)]
     pub race_s: f64,
+    /// Settings fixed per process (the submission batch), raced across co-resident processes
+    /// after the in-process race (absent when not asked for, and in older files).
+    #[serde(default)]
+    pub process_race: Option<processes::ProcessRace>,
     #[serde(skip)]
     pub plan: Option<blaze_ir::PlanFile>,
 }
@@ -261,6 +266,7 @@ pub fn tune(factory: &dyn ModelFactory, opts: &TuneOptions, progress: &mut dyn F
         race_s,
         race: Some(race),
         timed,
+        process_race: None,
         plan: Some(plan),
     })
 }

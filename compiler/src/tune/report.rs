@@ -42,6 +42,9 @@ pub fn markdown(r: &TuneResult) -> String {
     if let Some(off) = child {
         let _ = writeln!(md, "| fusion off | (separate process, cross-check only) | {:.3} | {:.3} | {} | – | not raced: another process |", off.median, off.spread(), off.n);
     }
+    if let Some(p) = &r.process_race {
+        processes_section(&mut md, p);
+    }
     let _ = writeln!(md, "\n**Selected:** {} — {}", r.selected_text, r.selection);
     let _ = writeln!(md, "\n**Verify:** {:?}", r.verify);
     for (label, n) in [("Burn's default", &r.break_even_default), ("best stock setting", &r.break_even_stock)] {
@@ -51,6 +54,18 @@ pub fn markdown(r: &TuneResult) -> String {
         }
     }
     md
+}
+
+/// The race across processes, said apart from the in-process comparisons above it.
+fn processes_section(md: &mut String, p: &super::processes::ProcessRace) {
+    let _ = writeln!(md, "\n## Across processes: submission batch (CUBECL_WGPU_MAX_TASKS)\n");
+    let _ = writeln!(md, "Every comparison in the table above was made in one process. The rows below were not: each is a server process of its own running {} (the in-process selection), all co-resident and visited in turns ({} timed steps a visit, {} rounds), each paired with the reference process (the program's current submission batch) in every round. The control runs the reference's configuration in a second process.", p.plan, p.steps_per_visit, p.race.as_ref().map_or(0, |r| r.rounds.len()));
+    let _ = writeln!(md, "Start-up of all processes (untimed) {:.1} s; race {:.1} s; stopped: {}\n", p.start_s, p.race_s, p.stop);
+    let _ = writeln!(md, "| process | max_tasks | step ms at ready | losses = reference | outcome |\n|---|---|---|---|---|");
+    for a in &p.arms {
+        let name = if a.id == 0 { "p0 (reference)".to_string() } else if a.control { format!("p{} (control)", a.id) } else { format!("p{}", a.id) };
+        let _ = writeln!(md, "| {name} | {} | {:.3} | {} | {} |", a.max_tasks, a.ready_step_ms, if a.losses_match { "yes" } else { "NO" }, a.outcome);
+    }
 }
 
 pub fn svg(r: &TuneResult) -> String {

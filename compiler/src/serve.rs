@@ -1,0 +1,108 @@
+//! `blazec serve` (internal): one model in a process of its own, stepped on request, so that a
+//! setting fixed per process (the submission batch `CUBECL_WGPU_MAX_TASKS`, read once when the
+//! device starts) can be raced against another process's under the same paired protocol as
+//! in-process candidates (`tune::processes`).
+//!
+//! Protocol, one line each way:
+//! * after warm-up and exactly `--settle-steps` untimed steps (a step count, so every server of
+//!   one race sees the same batches and their losses compare step by step) the server prints
+//!   `ready <median step ms> <loss>,<loss>,...` (the losses of every step so far);
+//! * `visit K` runs one untimed step and then K timed steps with the device synchronised only at
+//!   the block's ends, and answers `visit <ms per step>`;
+//! * `quit` or the end of input ends the process (exit 0).
+//!
+//! A plan that does not apply (fallback, or an op stream the runtime withdraws) ends the server
+//! with exit 1 and one `error:` line: the arm would not be what it claims to be.
+use crate::catalog::{ModelArgs, Resolver, resolve_model};
+use crate::runner::contract_of;
+use crate::session::{Settle, settle, timed_step};
+use blaze_runtime::watch::OpStreamCheck;
+use blaze_runtime::{LoadOutcome, Model, load_plan};
+use clap::Args;
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+#[derive(Args, Clone)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Plan file to run under (Burn's own plan when absent).
+    #[arg(long)]
+    pub plan: Option<PathBuf>,
+    /// Untimed warm-up steps (compilation, autotune, exploration).
+    #[arg(long, default_value_t = 3)]
+    pub warmup: u32,
+    /// Untimed steps after warm-up, before `ready`.
+    #[arg(long, default_value_t = 20)]
+    pub settle_steps: usize,
+    /// Test only: every visit's timed block is longer by this fraction of the server's own
+    /// median step time per step (a busy wait inside the timed region).
+    #[arg(long, hide = true)]
+    pub slowdown: Option<f64>,
+}
+
+/// Steps timed for the `ready` line's median.
+const SIZING_STEPS: usize = 5;
+
+pub fn serve(resolve: &Resolver, args: &ServeArgs) -> anyhow::Result<()> {
+    let factory = resolve_model(resolve, &args.model)?;
+    let mut model = factory.build(args.model.regime).map_err(anyhow::Error::msg)?;
+    let loaded = args.plan.as_ref().map(|p| load_plan(p, &contract_of(model.as_ref(), "")));
+    if let Some(LoadOutcome::Fallback(why)) = &loaded {
+        anyhow::bail!("serve: the plan does not apply: {why}");
+    }
+    let mut losses = settle(model.as_mut(), Settle::Steps(args.warmup as usize + args.settle_steps));
+    if let Some(LoadOutcome::Applied(h)) = &loaded
+        && let OpStreamCheck::Withdrawn(why) = h.op_stream_check()
+    {
+        anyhow::bail!("serve: the runtime withdrew the plan: {why}");
+    }
+    let mut times: Vec<f64> = (0..SIZING_STEPS)
+        .map(|_| {
+            let (ms, out) = timed_step(model.as_mut());
+            losses.push(out.loss);
+            ms
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    let step_ms = times[SIZING_STEPS / 2];
+    let delay = args.slowdown.map(|f| Duration::from_secs_f64(f.max(0.0) * step_ms / 1e3));
+    let mut out = std::io::stdout().lock();
+    let text: Vec<String> = losses.iter().map(|l| l.to_string()).collect();
+    writeln!(out, "ready {step_ms} {}", text.join(","))?;
+    out.flush()?;
+    for line in std::io::stdin().lock().lines() {
+        let line = line?;
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["visit", k] => {
+                let k: u32 = k.parse().map_err(|_| anyhow::anyhow!("serve: `{line}`: K is not a whole number"))?;
+                writeln!(out, "visit {}", visit(model.as_mut(), k.max(1), delay))?;
+                out.flush()?;
+            }
+            ["quit"] => break,
+            _ => anyhow::bail!("serve: unknown request `{line}` (expected `visit K` or `quit`)"),
+        }
+    }
+    Ok(())
+}
+
+/// One visit, as the in-process race's (`tune::measure`): a switch step, then a timed block.
+fn visit(model: &mut dyn Model, k: u32, delay: Option<Duration>) -> f64 {
+    model.sync();
+    model.step(false);
+    model.sync();
+    let start = Instant::now();
+    for _ in 0..k {
+        model.step(false);
+    }
+    model.sync();
+    if let Some(d) = delay {
+        let until = start.elapsed() + d * k;
+        while start.elapsed() < until {
+            std::hint::spin_loop();
+        }
+    }
+    start.elapsed().as_secs_f64() * 1e3 / k as f64
+}
