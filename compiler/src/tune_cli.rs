@@ -209,6 +209,7 @@ fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path
     };
     let mut progress = progress_printer("tune", args.verbose);
     let mut result = tune(&journal::Beating(factory), &opts, &mut progress)?;
+    journal::check_device_loss_took_effect().map_err(anyhow::Error::msg)?;
     if !args.max_tasks.0.is_empty() {
         race_submission_batches(args, &mut result, &mut progress)?;
     }

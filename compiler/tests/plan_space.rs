@@ -195,3 +195,30 @@ fn small_tune(dir: &std::path::Path) -> Vec<String> {
     args.push(dir.join("plan.ron").to_str().unwrap().to_string());
     args
 }
+
+/// Issue 14 item 4, a lost device: the test-only `--inject-device-lost N` destroys the wgpu
+/// device when candidate N is installed. On a driver that then fails every step, the worker
+/// crashes or hangs and the candidate is recorded as broken (the test above covers both
+/// paths). On lavapipe the steps after `Device::destroy` run normally, so the injection never
+/// produces a lost device; the tune must say so and fail rather than pass for the wrong
+/// reason, and must leave no plan.
+#[test]
+fn an_injected_device_loss_that_never_takes_effect_is_an_error_not_a_pass() {
+    let dir = scratch("tune-device-lost");
+    let plan = dir.join("plan.ron");
+    let args = [
+        "tune", "chain-32", "--batch", "4", "--regime", "forward", "--device", "lavapipe", "--budget", "2", "--max-blocks", "none",
+        "--no-fusion-off", "--rounds", "3", "--hang-timeout", "30", "--inject-device-lost", "1", "-o", plan.to_str().unwrap(),
+    ];
+    let out = blazec(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("note: device destroyed on installing candidate 1"), "the device was destroyed: {stderr}");
+    let crashed = stderr.contains("candidate c1 crashed the worker") || stderr.contains("candidate c1 hung");
+    if out.status.success() {
+        assert!(crashed, "a tune whose device was destroyed finished without leaving the candidate out: {stderr}");
+        return;
+    }
+    let said = stderr.contains("error: --inject-device-lost: the device was destroyed") && stderr.contains("but every later step still ran");
+    assert!(said, "the tune says the loss did not take effect: {stderr}");
+    assert!(!plan.exists(), "no plan is written when the fault did not take effect");
+}

@@ -30,6 +30,8 @@ const BEAT_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 static HANG_ON: AtomicUsize = AtomicUsize::new(usize::MAX);
 static PANIC_ON: AtomicUsize = AtomicUsize::new(usize::MAX);
 static LOSE_DEVICE_ON: AtomicUsize = AtomicUsize::new(usize::MAX);
+/// Devices destroyed by [`inject_device_lost`] in this process.
+static DEVICES_DESTROYED: AtomicUsize = AtomicUsize::new(0);
 
 /// Opens the journal named in the environment (worker side); false when there is none.
 pub fn open_from_env() -> bool {
@@ -51,6 +53,7 @@ pub fn installed(id: usize) {
         panic!("injected panic on installing candidate {id} (test only)");
     }
     if LOSE_DEVICE_ON.load(Ordering::Relaxed) == id && blaze_burn::device::lose_device() {
+        DEVICES_DESTROYED.fetch_add(1, Ordering::Relaxed);
         eprintln!("note: device destroyed on installing candidate {id} (--inject-device-lost, test only)");
     }
     if HANG_ON.load(Ordering::Relaxed) == id {
@@ -116,6 +119,17 @@ pub fn inject_hang(id: Option<usize>) {
 /// `blaze_burn::device::keep_device_for_fault_injection`).
 pub fn inject_device_lost(id: Option<usize>) {
     LOSE_DEVICE_ON.store(id.unwrap_or(usize::MAX), Ordering::Relaxed);
+}
+
+/// Test only: a worker that destroyed its device and still finished its tune never lost the
+/// device (its steps kept running), so the injected fault did not take effect: an error, so
+/// that a test of device loss cannot pass for the wrong reason. Measured on lavapipe
+/// (wgpu 30): steps after `wgpu::Device::destroy` run normally.
+pub fn check_device_loss_took_effect() -> Result<(), String> {
+    match DEVICES_DESTROYED.load(Ordering::Relaxed) {
+        0 => Ok(()),
+        n => Err(format!("--inject-device-lost: the device was destroyed {n} time(s) but every later step still ran, so this driver never reported it lost; the fault cannot be injected this way here")),
+    }
 }
 
 /// Test only: make installing candidate `id` panic.
