@@ -70,6 +70,23 @@ fn kept(r: &TuneResult) -> String {
     }
 }
 
+/// The best submission batch of the race across processes, as its ratio to the reference
+/// process (the program's current value), or why there is none.
+fn processes_cell(r: &TuneResult) -> String {
+    let Some(p) = &r.process_race else { return "not raced".into() };
+    let best = p
+        .arms
+        .iter()
+        .filter(|a| a.id != 0 && !a.control)
+        .filter_map(|a| Some((a, a.standing.as_ref()?)))
+        .min_by(|x, y| x.1.ratio.total_cmp(&y.1.ratio));
+    let reference = p.arms.first().map_or(String::new(), |a| format!(" vs tasks={}", a.max_tasks));
+    match best {
+        Some((a, s)) => format!("tasks={}{reference}: {:.4} [{:.4}, {:.4}]{}", a.max_tasks, s.ratio, s.lo, s.hi, if p.kept == Some(a.max_tasks) { ", kept" } else { "" }),
+        None => format!("none raced ({})", p.stop),
+    }
+}
+
 fn break_even(b: Option<(f64, f64)>) -> String {
     b.map_or("none".into(), |(steps, minutes)| format!("{steps:.0} steps ({minutes:.1} min)"))
 }
@@ -81,7 +98,7 @@ pub fn row(r: &TuneResult) -> String {
     let cell = |kind: Kind| best(r, kind).map_or("–".to_string(), |t| ratio_cell(t, kind != Kind::FusionOff));
     let stop = r.race_stop.split(':').next().unwrap_or("").trim().to_string();
     format!(
-        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} + {:.1} s | {} / {} |",
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} + {:.1} s | {} / {} |",
         r.model,
         r.regime,
         r.shapes,
@@ -89,6 +106,7 @@ pub fn row(r: &TuneResult) -> String {
         cell(Kind::FusionOff),
         cell(Kind::Settings),
         cell(Kind::Cuts),
+        processes_cell(r),
         kept(r),
         if stop.is_empty() { "–".into() } else { stop },
         r.trace_s,
@@ -98,7 +116,7 @@ pub fn row(r: &TuneResult) -> String {
     )
 }
 
-pub const HEADER: &str = "| workload | regime | shapes | Burn's plan ms (IQR) | fusion off: ratio [interval] | best settings-only: ratio [interval] | best with cuts: ratio [interval] | kept | race stop | cold (trace + confirm) + window | break-even vs default / vs best stock |\n|---|---|---|---|---|---|---|---|---|---|---|";
+pub const HEADER: &str = "| workload | regime | shapes | Burn's plan ms (IQR) | fusion off: ratio [interval] | best settings-only: ratio [interval] | best with cuts: ratio [interval] | submission batch across processes: ratio to the reference process [interval] | kept | race stop | cold (trace + confirm) + window | break-even vs default / vs best stock |\n|---|---|---|---|---|---|---|---|---|---|---|---|";
 
 /// Reads each results file and prints the table (rows in the order given) with each file's
 /// provenance first.
@@ -147,7 +165,7 @@ mod tests {
         assert!(row.starts_with("| attention-d257 | forward |"), "{row}");
         assert!(row.contains("| 0.9812 [0.9402, 0.9999] |"), "fusion off: {row}");
         assert!(row.contains("| blocks=3: 0.9392 [0.8997, 0.9908] |"), "best settings: {row}");
-        assert!(row.contains("| **blocks=3**, verified (bit-identical) | winner |"), "kept: {row}");
+        assert!(row.contains("| not raced | **blocks=3**, verified (bit-identical) | winner |"), "kept: {row}");
         assert!(row.contains("51814 steps (4.2 min) / 82837 steps (6.7 min)"), "{row}");
         assert!(table(&["/nonexistent.ron"]).unwrap_err().to_string().contains("reading /nonexistent.ron"));
     }
