@@ -17,11 +17,12 @@ use crate::catalog::{ModelArgs, Resolver, resolve_model};
 use crate::runner::contract_of;
 use crate::session::{Settle, settle, timed_step};
 use blaze_runtime::watch::OpStreamCheck;
-use blaze_runtime::{LoadOutcome, Model, load_plan};
+use crate::tune::measure::visit_block;
+use blaze_runtime::{LoadOutcome, load_plan};
 use clap::Args;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[derive(Args, Clone)]
 pub struct ServeArgs {
@@ -78,7 +79,8 @@ pub fn serve(resolve: &Resolver, args: &ServeArgs) -> anyhow::Result<()> {
         match words.as_slice() {
             ["visit", k] => {
                 let k: u32 = k.parse().map_err(|_| anyhow::anyhow!("serve: `{line}`: K is not a whole number"))?;
-                writeln!(out, "visit {}", visit(model.as_mut(), k.max(1), delay))?;
+                let k = k.max(1);
+                writeln!(out, "visit {}", visit_block(model.as_mut(), k, delay.map(|d| d * k)))?;
                 out.flush()?;
             }
             ["quit"] => break,
@@ -86,23 +88,4 @@ pub fn serve(resolve: &Resolver, args: &ServeArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-/// One visit, as the in-process race's (`tune::measure`): a switch step, then a timed block.
-fn visit(model: &mut dyn Model, k: u32, delay: Option<Duration>) -> f64 {
-    model.sync();
-    model.step(false);
-    model.sync();
-    let start = Instant::now();
-    for _ in 0..k {
-        model.step(false);
-    }
-    model.sync();
-    if let Some(d) = delay {
-        let until = start.elapsed() + d * k;
-        while start.elapsed() < until {
-            std::hint::spin_loop();
-        }
-    }
-    start.elapsed().as_secs_f64() * 1e3 / k as f64
 }

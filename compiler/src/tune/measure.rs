@@ -79,23 +79,28 @@ impl Visitor for DeviceVisitor<'_> {
         let k = self.shape.steps_per_visit;
         let delay = self.slowdown.filter(|(s, _)| *s == id).map(|(_, d)| d * k);
         let model = &mut *self.model;
-        let visit = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            model.sync();
-            model.step(false);
-            model.sync();
-            let start = Instant::now();
-            for _ in 0..k {
-                model.step(false);
-            }
-            model.sync();
-            if let Some(d) = delay {
-                spin_until(start.elapsed() + d, start);
-            }
-            start.elapsed().as_secs_f64() * 1e3 / k as f64
-        }));
+        let visit = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| visit_block(model, k, delay)));
         self.steps += 1 + k as u64;
         visit.map_err(|_| "panicked while stepping".to_string())
     }
+}
+
+/// One visit's steps: a switch step (a plan-store switch happens at its sync), then `k` steps
+/// timed with the device synchronised only at the block's ends; `delay` (test only) is added
+/// inside the timed region. Returns ms per timed step. Also the visit of `blazec serve`.
+pub fn visit_block(model: &mut dyn Model, k: u32, delay: Option<Duration>) -> f64 {
+    model.sync();
+    model.step(false);
+    model.sync();
+    let start = Instant::now();
+    for _ in 0..k {
+        model.step(false);
+    }
+    model.sync();
+    if let Some(d) = delay {
+        spin_until(start.elapsed() + d, start);
+    }
+    start.elapsed().as_secs_f64() * 1e3 / k as f64
 }
 
 /// Busy-waits until `start + until` (a sleep would overshoot by the scheduler's slack).
