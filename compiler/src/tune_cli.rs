@@ -93,8 +93,9 @@ pub struct TuneArgs {
     #[arg(long, default_value = "none", value_parser = parse_task_counts)]
     pub max_tasks: Widths,
     /// Cut candidates by cut-point class: the same place in every layer is one decision
-    /// (every combination of up to 4 repeating classes, else one request per class).
-    #[arg(long, conflicts_with = "greedy")]
+    /// (every combination of up to 4 repeating classes, else one request per class; with
+    /// --greedy, each greedy round adds one whole class).
+    #[arg(long)]
     pub classes: bool,
     /// Greedy path instead of enumeration: challengers per round (each round is a race).
     #[arg(long)]

@@ -95,4 +95,9 @@ fn a_shape_that_exhausts_memory_ends_with_one_clear_error_and_no_plan() {
         assert_eq!(stderr.lines().filter(|l| l.starts_with("error:")).count(), 1, "{what}: {stderr}");
     }
     assert!(!plan.exists(), "no plan from a tune that could not measure");
+    // Nothing is left behind that stops the next tune: one at a shape that fits, under the
+    // same limit, writes its plan.
+    let again = limited(&format!("tune mlp-w1024 --batch 4 --regime forward --device vulkan --budget 2 --rounds 3 --max-blocks none --no-fusion-off -o {}", plan.display()));
+    assert!(again.status.success(), "a second tune after the one that ran out of memory: {}", String::from_utf8_lossy(&again.stderr));
+    blaze_ir::PlanFile::parse(&std::fs::read_to_string(&plan).unwrap()).expect("the second tune writes a valid plan");
 }

@@ -1,6 +1,6 @@
 //! Issue 10 item 3 on lavapipe: cut points that repeat in every layer form classes, one
 //! decision each; class-level requests go through the e-graph and confirm like single cuts,
-//! without false merges.
+//! without false merges; `tune --greedy K --classes` adds one whole class per round.
 mod common;
 use common::*;
 
@@ -40,4 +40,22 @@ fn class_requests_are_canonicalised_and_confirmed_without_false_merges() {
     assert!(report.requested[0].ends_with("burn"));
     assert_eq!(report.false_merges, vec![], "{report:?}");
     assert!(report.requested[1..].iter().all(|r| r.split_whitespace().count() > 2), "class requests cut several places: {:?}", report.requested);
+}
+
+/// The greedy search over classes: every challenger of the first round is one whole class
+/// (chain-32's classes repeat 8 or 15 times), raced against Burn's plan.
+#[test]
+fn greedy_over_classes_races_whole_classes() {
+    let dir = scratch("classes-greedy");
+    let plan = dir.join("plan.ron");
+    let args = [
+        "tune", "chain-32", "--batch", "4", "--regime", "forward", "--device", "lavapipe", "--greedy", "3", "--classes", "--greedy-max-rounds", "1",
+        "--min-rounds", "3", "--rounds", "3", "--max-blocks", "none", "--no-fusion-off", "-v", "-o", plan.to_str().unwrap(),
+    ];
+    let stderr = String::from_utf8_lossy(&ok(&args).stderr).into_owned();
+    let line = stderr.lines().find(|l| l.contains("greedy: 0 cut(s) kept, racing 3 challengers")).unwrap_or_else(|| panic!("{stderr}"));
+    let sizes: Vec<usize> = line.rsplit_once('(').unwrap().1.trim_end_matches(" cuts)").split(", ").map(|n| n.parse().unwrap()).collect();
+    assert!(sizes.iter().filter(|&&n| n > 1).count() >= 2, "challengers are whole classes, several cuts each: {line}");
+    assert!(stderr.contains("greedy stopped: "), "{stderr}");
+    blaze_ir::PlanFile::parse(&std::fs::read_to_string(&plan).unwrap()).expect("a valid plan is written");
 }

@@ -155,7 +155,13 @@ pub fn tune(factory: &dyn ModelFactory, opts: &TuneOptions, progress: &mut dyn F
     let (mut cands, canon) = match opts.greedy {
         None if opts.classes => crate::space::class_candidates(&traced, opts.budget),
         None => candidates(&traced, opts.budget, opts.seed),
-        Some(g) => greedy_candidates(model.as_mut(), &traced, g, &opts.rules, progress),
+        Some(g) => {
+            let units = match opts.classes {
+                true => crate::classes::classes(&traced).into_iter().map(|c| c.members).collect(),
+                false => crate::greedy::single_cuts(&traced.live_cut_points()),
+            };
+            greedy_candidates(model.as_mut(), &units, g, &opts.rules, progress)
+        }
     };
     // Settings candidates come after the cut candidates (ids stay stable for the journal) and
     // bypass the e-graph, which reasons about cuts only; confirm still collapses a width that
@@ -328,9 +334,10 @@ fn select(factory: &dyn ModelFactory, opts: &TuneOptions, cands: &[Candidate], r
 
 /// Burn's plan and the plan the greedy path ended on, raced on `model` round by round: each
 /// round's incumbent is the race's reference and a challenger is kept only if it wins the race.
-fn greedy_candidates(model: &mut dyn blaze_runtime::Model, traced: &blaze_ir::Trace, (per_round, max_rounds): (usize, usize), rules: &RaceRules, progress: &mut dyn FnMut(&str)) -> (Vec<Candidate>, crate::canon::Canonical) {
-    let path = crate::greedy::greedy(&traced.live_cut_points(), per_round, max_rounds, |inc, challengers| {
-        progress(&format!("greedy: {} cut(s) kept, racing {} challengers", inc.len(), challengers.len()));
+fn greedy_candidates(model: &mut dyn blaze_runtime::Model, units: &[Vec<blaze_ir::BoundaryId>], (per_round, max_rounds): (usize, usize), rules: &RaceRules, progress: &mut dyn FnMut(&str)) -> (Vec<Candidate>, crate::canon::Canonical) {
+    let path = crate::greedy::greedy(units, per_round, max_rounds, |inc, challengers| {
+        let sizes: Vec<String> = challengers.iter().map(|c| c.len().to_string()).collect();
+        progress(&format!("greedy: {} cut(s) kept, racing {} challengers ({} cuts)", inc.len(), challengers.len(), sizes.join(", ")));
         let all: Vec<Candidate> = std::iter::once(Candidate::new(0, inc.to_vec()))
             .chain(challengers.iter().enumerate().map(|(i, c)| Candidate::new(i + 1, c.clone())))
             .collect();
