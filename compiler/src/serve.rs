@@ -15,9 +15,9 @@
 //! with exit 1 and one `error:` line: the arm would not be what it claims to be.
 use crate::catalog::{ModelArgs, Resolver, resolve_model};
 use crate::runner::contract_of;
-use crate::session::{Settle, settle, timed_step};
+use crate::session::{Settle, settle};
+use crate::tune::measure::{median_step_ms, visit_block};
 use blaze_runtime::watch::OpStreamCheck;
-use crate::tune::measure::visit_block;
 use blaze_runtime::{LoadOutcome, load_plan};
 use clap::Args;
 use std::io::{BufRead, Write};
@@ -43,9 +43,6 @@ pub struct ServeArgs {
     pub slowdown: Option<f64>,
 }
 
-/// Steps timed for the `ready` line's median.
-const SIZING_STEPS: usize = 5;
-
 pub fn serve(resolve: &Resolver, args: &ServeArgs) -> anyhow::Result<()> {
     let factory = resolve_model(resolve, &args.model)?;
     let mut model = factory.build(args.model.regime).map_err(anyhow::Error::msg)?;
@@ -59,15 +56,8 @@ pub fn serve(resolve: &Resolver, args: &ServeArgs) -> anyhow::Result<()> {
     {
         anyhow::bail!("serve: the runtime withdrew the plan: {why}");
     }
-    let mut times: Vec<f64> = (0..SIZING_STEPS)
-        .map(|_| {
-            let (ms, out) = timed_step(model.as_mut());
-            losses.push(out.loss);
-            ms
-        })
-        .collect();
-    times.sort_by(f64::total_cmp);
-    let step_ms = times[SIZING_STEPS / 2];
+    let (step_ms, sized) = median_step_ms(model.as_mut());
+    losses.extend(sized);
     let delay = args.slowdown.map(|f| Duration::from_secs_f64(f.max(0.0) * step_ms / 1e3));
     let mut out = std::io::stdout().lock();
     let text: Vec<String> = losses.iter().map(|l| l.to_string()).collect();

@@ -48,10 +48,7 @@ fn class_requests_are_canonicalised_and_confirmed_without_false_merges() {
 fn greedy_over_classes_races_whole_classes() {
     let dir = scratch("classes-greedy");
     let plan = dir.join("plan.ron");
-    let args = [
-        "tune", "chain-32", "--batch", "4", "--regime", "forward", "--device", "lavapipe", "--greedy", "3", "--classes", "--greedy-max-rounds", "1",
-        "--min-rounds", "3", "--rounds", "3", "--max-blocks", "none", "--no-fusion-off", "-v", "-o", plan.to_str().unwrap(),
-    ];
+    let args = chain_tune_args(&plan, &["--greedy", "3", "--classes", "--greedy-max-rounds", "1", "--min-rounds", "3", "--rounds", "3", "--max-blocks", "none", "-v"]);
     let stderr = String::from_utf8_lossy(&ok(&args).stderr).into_owned();
     let line = stderr.lines().find(|l| l.contains("greedy: 0 cut(s) kept, racing 3 challengers")).unwrap_or_else(|| panic!("{stderr}"));
     let sizes: Vec<usize> = line.rsplit_once('(').unwrap().1.trim_end_matches(" cuts)").split(", ").map(|n| n.parse().unwrap()).collect();

@@ -206,10 +206,7 @@ fn small_tune(dir: &std::path::Path) -> Vec<String> {
 fn an_injected_device_loss_that_never_takes_effect_is_an_error_not_a_pass() {
     let dir = scratch("tune-device-lost");
     let plan = dir.join("plan.ron");
-    let args = [
-        "tune", "chain-32", "--batch", "4", "--regime", "forward", "--device", "lavapipe", "--budget", "2", "--max-blocks", "none",
-        "--no-fusion-off", "--rounds", "3", "--hang-timeout", "30", "--inject-device-lost", "1", "-o", plan.to_str().unwrap(),
-    ];
+    let args = chain_tune_args(&plan, &["--budget", "2", "--max-blocks", "none", "--rounds", "3", "--hang-timeout", "30", "--inject-device-lost", "1"]);
     let out = blazec(&args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("note: device destroyed on installing candidate 1"), "the device was destroyed: {stderr}");

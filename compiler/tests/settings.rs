@@ -115,11 +115,7 @@ fn tune_races_cuts_over_a_beam_widths_own_partition() {
 fn tune_races_submission_batches_across_co_resident_processes() {
     let dir = scratch("settings-tune-tasks");
     let plan = dir.join("plan.ron");
-    let args = [
-        "tune", "chain-32", "--batch", "4", "--regime", "forward", "--device", "lavapipe", "--budget", "1", "--max-blocks", "none",
-        "--no-fusion-off", "--min-rounds", "10", "--rounds", "20", "--max-tasks", "1,64", "--inject-process-slowdown", "64:2", "-v",
-        "-o", plan.to_str().unwrap(),
-    ];
+    let args = chain_tune_args(&plan, &["--budget", "1", "--max-blocks", "none", "--min-rounds", "10", "--rounds", "20", "--max-tasks", "1,64", "--inject-process-slowdown", "64:2", "-v"]);
     let out = blazec_env(&args, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");

@@ -12,7 +12,6 @@
 //!    doubles with every clean check, a *check* races the winner (as reference) against the
 //!    runner-up only. A runner-up faster with confidence reopens selection over every arm
 //!    (and the delay starts again); otherwise the check is clean.
-use crate::tune::measure::MIN_VISIT;
 use crate::tune::race::{BURN, Entrant, RaceRules, RaceState, Standing, Stop, Verdict};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -210,7 +209,7 @@ impl Driver {
         let mut timed = times[settle..].to_vec();
         timed.sort_by(f64::total_cmp);
         let step_ms = timed[timed.len() / 2];
-        self.steps_per_visit = (MIN_VISIT.as_secs_f64() * 1e3 / step_ms.max(1e-3)).ceil().max(1.0) as u32;
+        self.steps_per_visit = crate::tune::measure::steps_per_visit(step_ms);
         self.log(now, What::Sized { step_ms, steps_per_visit: self.steps_per_visit });
         Phase::Racing(self.selection_race(now))
     }

@@ -19,7 +19,22 @@ use std::time::{Duration, Instant};
 pub const MIN_VISIT: Duration = Duration::from_millis(50);
 
 /// Steps timed to size the blocks.
-const SIZING_STEPS: usize = 5;
+pub const SIZING_STEPS: usize = 5;
+
+/// The median of [`SIZING_STEPS`] timed steps, ms, and those steps' losses.
+pub fn median_step_ms(model: &mut dyn Model) -> (f64, Vec<f32>) {
+    let (mut times, losses): (Vec<f64>, Vec<f32>) = (0..SIZING_STEPS).map(|_| {
+        let (ms, out) = timed_step(model);
+        (ms, out.loss)
+    }).unzip();
+    times.sort_by(f64::total_cmp);
+    (times[SIZING_STEPS / 2], losses)
+}
+
+/// Steps in a timed block so that a visit lasts at least [`MIN_VISIT`].
+pub fn steps_per_visit(step_ms: f64) -> u32 {
+    (MIN_VISIT.as_secs_f64() * 1e3 / step_ms.max(1e-3)).ceil().max(1.0) as u32
+}
 
 /// How visits were sized (recorded in results files).
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -57,10 +72,8 @@ impl<'a> DeviceVisitor<'a> {
         let reference = candidates.first().expect("a race needs Burn's plan");
         install(reference);
         let settle_steps = settle(model, Settle::For(SETTLE)).len();
-        let mut times: Vec<f64> = (0..SIZING_STEPS).map(|_| timed_step(model).0).collect();
-        times.sort_by(f64::total_cmp);
-        let step_ms = times[SIZING_STEPS / 2];
-        let steps_per_visit = (MIN_VISIT.as_secs_f64() * 1e3 / step_ms.max(1e-3)).ceil().max(1.0) as u32;
+        let (step_ms, _) = median_step_ms(model);
+        let steps_per_visit = steps_per_visit(step_ms);
         let slowdown = slowdown.map(|s| (s.id, Duration::from_secs_f64(s.fraction * step_ms / 1e3)));
         Self {
             model,

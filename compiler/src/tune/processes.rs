@@ -19,6 +19,7 @@
 //!
 //! Nothing here touches a device: the servers do, in their processes.
 use super::race::{BURN, Entrant, Race, RaceRules, Standing, Verdict, Visitor, race};
+use blaze_runtime::settings::MAX_TASKS_ENV;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -26,8 +27,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
-/// CubeCL's submission batch variable and its default (kernels per queue submission).
-pub const MAX_TASKS_ENV: &str = "CUBECL_WGPU_MAX_TASKS";
+/// CubeCL's default submission batch (kernels per queue submission).
 pub const CUBECL_DEFAULT_MAX_TASKS: u32 = 32;
 
 /// How one server process is started: this binary's `serve` command line (model, plan) and its
@@ -218,7 +218,7 @@ pub fn race_across_processes(cmd: &ServeCommand, plan: &ProcessPlan, rules: &Rac
     }
     let start_s = start.elapsed().as_secs_f64();
     let step_ms = out[0].ready_step_ms;
-    let steps_per_visit = (super::measure::MIN_VISIT.as_secs_f64() * 1e3 / step_ms.max(1e-3)).ceil().max(1.0) as u32;
+    let steps_per_visit = super::measure::steps_per_visit(step_ms);
     let entrants: Vec<Entrant> = out.iter().filter(|a| a.id != BURN && servers.contains_key(&a.id)).map(|a| Entrant { id: a.id, can_win: !a.control && a.losses_match }).collect();
     progress(&format!("{} processes ready in {start_s:.0} s; racing across processes", servers.len()));
     let mut visitor = ServerVisitor { servers, steps_per_visit, timeout: cmd.timeout, tick };
@@ -259,24 +259,23 @@ fn decide(plan: &ProcessPlan, mut arms: Vec<ProcessArm>, race: Race, steps_per_v
             a.outcome = describe(s, a, winner == Some(a.id), control_separated);
         }
     }
-    let stop = if control_separated {
-        format!("{}; the control process separated from the reference, so process differences exceed the effects here and nothing is kept", race.stop_text().replace("Burn's plan", "the reference process"))
-    } else {
-        race.stop_text().replace("Burn's plan", "the reference process")
+    let stop = race.stop_text_against(REFERENCE, 'p');
+    let stop = match control_separated {
+        true => format!("{stop}; the control process separated from the reference, so process differences exceed the effects here and nothing is kept"),
+        false => stop,
     };
     let kept = winner.and_then(|id| arms.iter().find(|a| a.id == id)).map(|a| a.max_tasks);
     ProcessRace { plan: plan.plan_text.clone(), arms, steps_per_visit, race: Some(race), stop, kept, start_s, race_s }
 }
 
+/// What every process is compared with.
+const REFERENCE: &str = "the reference process";
+
 fn describe(s: &Standing, a: &ProcessArm, kept: bool, control_separated: bool) -> String {
-    let verdict = match &s.verdict {
-        Verdict::Faster => "faster than the reference process",
-        Verdict::Slower => "slower than the reference process",
-        Verdict::Equivalent => "equivalent to the reference process",
-        Verdict::NotSeparated => "not separated from the reference process",
-        Verdict::Broken(why) => return format!("broken: {why}"),
-    };
-    let numbers = format!("{verdict}: ratio {:.4} [{:.4}, {:.4}], {} pairs", s.ratio, s.lo, s.hi, s.pairs);
+    let numbers = s.describe_against(REFERENCE);
+    if matches!(s.verdict, Verdict::Broken(_)) {
+        return numbers;
+    }
     let why = if kept {
         "kept".to_string()
     } else if a.control {

@@ -95,11 +95,16 @@ impl Standing {
     }
 
     pub fn describe(&self) -> String {
+        self.describe_against("Burn's plan")
+    }
+
+    /// [`Self::describe`] for a race whose reference is `reference` (the race across processes).
+    pub fn describe_against(&self, reference: &str) -> String {
         let verdict = match &self.verdict {
-            Verdict::Faster => "faster than Burn's plan".to_string(),
-            Verdict::Slower => "slower than Burn's plan".into(),
-            Verdict::Equivalent => "equivalent to Burn's plan".into(),
-            Verdict::NotSeparated => "not separated from Burn's plan".into(),
+            Verdict::Faster => format!("faster than {reference}"),
+            Verdict::Slower => format!("slower than {reference}"),
+            Verdict::Equivalent => format!("equivalent to {reference}"),
+            Verdict::NotSeparated => format!("not separated from {reference}"),
             Verdict::Broken(why) => return format!("broken: {why}"),
         };
         let when = self.decided_at.map_or(String::new(), |r| format!(", decided at round {r}"));
@@ -133,8 +138,14 @@ pub struct Race {
 
 impl Race {
     pub fn stop_text(&self) -> String {
+        self.stop_text_against("Burn's plan", 'c')
+    }
+
+    /// [`Self::stop_text`] for a race whose reference is `reference` and whose entrants are
+    /// named `<prefix><id>`.
+    pub fn stop_text_against(&self, reference: &str, prefix: char) -> String {
         match &self.stop {
-            Stop::Winner(id) => format!("winner: c{id} is faster than Burn's plan with confidence by at least {:.1} %", 100.0 * self.rules.min_effect),
+            Stop::Winner(id) => format!("winner: {prefix}{id} is faster than {reference} with confidence by at least {:.1} %", 100.0 * self.rules.min_effect),
             Stop::AllDecided => format!("all decided: every candidate is slower, equivalent within ±{:.1} %, or broken", 100.0 * self.rules.min_effect),
             Stop::Budget => format!("time budget ({:.0} s) spent after {} rounds", self.rules.budget.as_secs_f64(), self.rounds.len()),
             Stop::MaxRounds => format!("{} rounds (the most allowed) with candidates undecided", self.rounds.len()),

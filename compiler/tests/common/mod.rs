@@ -108,3 +108,13 @@ pub fn probe_in(dir: &Path, cwd: &Path, tag: &str, arm: &str, extra: &[&str], en
     assert!(o.status.success(), "probe {tag}: {}", String::from_utf8_lossy(&o.stderr));
     ron::from_str(&std::fs::read_to_string(out).unwrap()).unwrap()
 }
+
+/// A short `blazec tune` of chain-32 batch 4 forward on lavapipe, writing `plan`, with the
+/// test's own `extra` flags (Burn's plan, fusion off in-process, no beam widths unless `extra`
+/// names them).
+pub fn chain_tune_args<'a>(plan: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["tune", "chain-32", "--batch", "4", "--regime", "forward", "--device", "lavapipe", "--no-fusion-off"];
+    args.extend(extra);
+    args.extend(["-o", plan.to_str().unwrap()]);
+    args
+}
