@@ -241,10 +241,10 @@ fn failed(plan: &ProcessPlan, arms: Vec<ProcessArm>, why: String, start: Instant
     ProcessRace { plan: plan.plan_text.clone(), arms, steps_per_visit: 0, race: None, stop: why, kept: None, start_s: start.elapsed().as_secs_f64(), race_s: 0.0 }
 }
 
-/// Same steps from the same seed: the same losses, relative 1e-5 (the verification tolerance).
+/// Same steps from the same seed: the same losses, by verification's own rule and tolerance.
 fn losses_match(reference: &[f32], losses: &[f32]) -> bool {
-    let tol = super::verify::REL_TOL;
-    reference.len() == losses.len() && reference.iter().zip(losses).all(|(a, b)| (a - b).abs() <= tol * a.abs().max(b.abs()).max(f32::MIN_POSITIVE))
+    use super::verify::{REL_TOL, max_rel_diff};
+    reference.len() == losses.len() && losses.iter().all(|x| x.is_finite()) && max_rel_diff(reference, losses) <= REL_TOL
 }
 
 /// Each arm's standing and outcome; a winner is kept only when the control did not separate.
@@ -314,6 +314,7 @@ mod tests {
         assert!(losses_match(&[1.0, 2.0], &[1.0, 2.0 * (1.0 + 5e-6)]));
         assert!(!losses_match(&[1.0, 2.0], &[1.0, 2.0 * (1.0 + 5e-5)]));
         assert!(!losses_match(&[1.0, 2.0], &[1.0]), "a different number of steps never matches");
+        assert!(!losses_match(&[1.0, 2.0], &[1.0, f32::NAN]), "a loss that is not finite never matches");
     }
 
     fn standing(id: usize, verdict: Verdict, ratio: f64) -> Standing {
