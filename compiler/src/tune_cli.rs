@@ -145,13 +145,19 @@ pub fn check_device(requested: &str) -> anyhow::Result<()> {
 }
 
 pub fn parse_slowdown(text: &str) -> Result<Slowdown, String> {
-    let (id, fraction) = text.split_once(':').ok_or("expected N:F, for example 1:0.02")?;
+    let (id, fraction) = split_slowdown(text, "N:F, for example 1:0.02")?;
     let id = id.trim_start_matches('c').parse().map_err(|_| format!("`{id}` is not a candidate id"))?;
+    Ok(Slowdown { id, fraction })
+}
+
+/// `<who>:<fraction>` of a test-only slowdown, the fraction in 0..=10.
+fn split_slowdown<'a>(text: &'a str, expected: &str) -> Result<(&'a str, f64), String> {
+    let (who, fraction) = text.split_once(':').ok_or_else(|| format!("expected {expected}"))?;
     let fraction: f64 = fraction.parse().map_err(|_| format!("`{fraction}` is not a fraction"))?;
     if !(0.0..=10.0).contains(&fraction) {
         return Err(format!("slowdown {fraction} is out of range 0..=10"));
     }
-    Ok(Slowdown { id, fraction })
+    Ok((who, fraction))
 }
 
 pub fn run_tune(resolve: &Resolver, args: &TuneArgs) -> anyhow::Result<()> {
@@ -360,13 +366,8 @@ fn parse_task_counts(text: &str) -> Result<Widths, String> {
 
 /// `M:F`: the server with submission batch M, slowed by the fraction F.
 fn parse_process_slowdown(text: &str) -> Result<(u32, f64), String> {
-    let (m, f) = text.split_once(':').ok_or("expected M:F, for example 16:0.05")?;
-    let m = m.parse().map_err(|_| format!("`{m}` is not a submission batch"))?;
-    let f: f64 = f.parse().map_err(|_| format!("`{f}` is not a fraction"))?;
-    if !(0.0..=10.0).contains(&f) {
-        return Err(format!("slowdown {f} is out of range 0..=10"));
-    }
-    Ok((m, f))
+    let (m, fraction) = split_slowdown(text, "M:F, for example 16:0.05")?;
+    Ok((m.parse().map_err(|_| format!("`{m}` is not a submission batch"))?, fraction))
 }
 
 fn parse_setting_list(text: &str, what: &str) -> Result<Widths, String> {
