@@ -5,7 +5,12 @@
 # what it finished and the next call starts warm.
 #
 # Stages (space separated in $STAGES):
-#   tune:<model>:<regime>      blazec tune (budget $BUDGET, race budget $RACE_BUDGET s, extra $TUNE_ARGS), wall time recorded
+#   tune:<model>:<regime>[:<batch>]
+#                              blazec tune (budget $BUDGET, race budget $RACE_BUDGET s, extra $TUNE_ARGS), wall time
+#                              recorded; with <batch> at that batch size (files named <model>.<regime>.b<batch>)
+#   profile:<model>:<regime>[:<batch>]
+#                              blazec profile (host and device time per block) of Burn's plan and of the plan the
+#                              tune stage of the same name wrote, when there is one
 #   aa:<model>:<trials>        blazec race-check, A/A: Burn's plan against itself ($AA_ROUNDS rounds at most)
 #   power:<model>:<trials>     blazec race-check with slowdowns $SLOWDOWNS (calibrated, $POWER_ROUNDS rounds)
 #   bench:<model>[,<model>..]  blazec bench (default vs fusion off), one process per row
@@ -16,7 +21,8 @@
 #                              one process per beam width (burn.toml max_blocks in $WIDTHS, default
 #                              "5 1 2 3 8"), order rotated each rep, blazec run with $WIDTH_STEPS timed steps
 #   planrun:<model>:<regime>:<pairs>
-#                              blazec run without and with the plan $PLAN (order alternating), a
+#                              blazec run without and with the plan $PLAN (default: the plan this call's
+#                              tune stage wrote for <model>.<regime>, when there is one) (order alternating), a
 #                              fresh process each, $WIDTH_STEPS timed steps: is the plan applied, does
 #                              its advantage hold in a process of its own
 #   live:<model>:<steps>[:<at>:<batch>]
@@ -91,9 +97,14 @@ for stage in ${STAGES:-}; do
   echo "[$(( $(date +%s) - T0 )) s] $stage" >> $R/stages.txt
   case $kind in
     tune)
-      mkdir -p $R/plans
-      timed ${TUNE_TIMEOUT:-400} /tmp/blazec tune $a --regime $b --device vulkan --budget ${BUDGET:-16} \
-        --race-budget ${RACE_BUDGET:-120} ${TUNE_ARGS:-} -v -o $R/plans/$a.$b.ron > $R/$a.$b.tune.txt 2> $R/$a.$b.progress.txt ;;
+      mkdir -p $R/plans; id=$a.$b; batch=""; [ -n "$c" ] && { id=$a.$b.b$c; batch="--batch $c"; }
+      timed ${TUNE_TIMEOUT:-400} /tmp/blazec tune $a --regime $b $batch --device vulkan --budget ${BUDGET:-16} \
+        --race-budget ${RACE_BUDGET:-120} ${TUNE_ARGS:-} -v -o $R/plans/$id.ron > $R/$id.tune.txt 2> $R/$id.progress.txt ;;
+    profile)
+      id=$a.$b; batch=""; [ -n "$c" ] && { id=$a.$b.b$c; batch="--batch $c"; }
+      plan=""; [ -f $R/plans/$id.ron ] && plan="--plan $R/plans/$id.ron"
+      timed ${PROFILE_TIMEOUT:-150} /tmp/blazec profile $a --regime $b $batch --steps ${PROFILE_STEPS:-20} --top 8 $plan \
+        -o $R/profile-$id.ron > $R/profile-$id.txt 2>&1 ;;
     aa)
       timed ${CHECK_TIMEOUT:-560} /tmp/blazec race-check $a --trials $b --slowdown 0 --rounds ${AA_ROUNDS:-60} \
         --race-budget ${CHECK_RACE_BUDGET:-15} -o $R/aa-$a.ron > $R/aa-$a.txt 2> $R/aa-$a.progress.txt ;;
@@ -127,10 +138,12 @@ for stage in ${STAGES:-}; do
         pack
       done ;;
     planrun)
+      plan_file=${PLAN:+$REPO/$PLAN}; [ -z "$plan_file" ] && plan_file=$R/plans/$a.$b.ron
+      [ -f "$plan_file" ] || { echo "planrun: no plan $plan_file" >> $R/stages.txt; continue; }
       for rep in $(seq 1 ${c:-3}); do
         order="burn plan"; [ $((rep % 2)) -eq 0 ] && order="plan burn"
         for v in $order; do
-          name=planrun-$v-$rep; extra=""; [ $v = plan ] && extra="--plan $REPO/$PLAN"
+          name=planrun-$v-$rep; extra=""; [ $v = plan ] && extra="--plan $plan_file"
           timed 120 /tmp/blazec run $a --regime $b --warmup 3 --steps ${WIDTH_STEPS:-200} $extra > $R/planrun-$a-$b-$v-$rep.txt 2>&1
         done
       done ;;

@@ -190,9 +190,10 @@ enum Command {
     /// process, or a plan's cuts) and write what it computed: every loss, the last logits and
     /// the executed partition. Compares arms bit for bit across processes.
     #[command(after_help = "Examples:\n  blazec probe attention-d257 --arm fusion-off --burn-first 3 -o off.ron\n  BURN_FUSION_MAX_EXPLORATIONS=0 blazec probe attention-d257 --arm burn -o stock-off.ron")]
-    /// Where a step's time goes, block by block: host time per executed block (fusion thread)
-    /// and step time, under Burn's plan and, with --plan, under a plan file; says whether the
-    /// step is host-bound (fixed per-block cost) or device-bound.
+    /// Where a step's time goes, block by block: host time (fusion thread) and device time
+    /// (CubeCL profile windows, in separate profiled steps) per executed block, and step time,
+    /// under Burn's plan and, with --plan, under a plan file; says whether the step is bound by
+    /// device work or by fixed per-step cost.
     #[command(after_help = "Examples:\n  blazec profile attention-d257 --regime forward\n  blazec profile attention-d257 --regime forward --plan plans/attention-d257.forward.h200.ron -o profile.ron")]
     Profile {
         #[command(flatten)]
@@ -203,7 +204,7 @@ enum Command {
         /// Timed steps per arm.
         #[arg(long, default_value_t = 20)]
         steps: u32,
-        /// Blocks listed per arm, slowest first.
+        /// Blocks listed per arm, most device time first.
         #[arg(long, default_value_t = 10)]
         top: usize,
         /// Also write every block of every arm (RON).

@@ -3,12 +3,16 @@
 //! then `steps` timed steps under a [`BlockTimer`] give each block's host time (fusion thread,
 //! between the block's start and end; launches are asynchronous, so this is host work and any
 //! wait the block does on that thread, e.g. for a full submission queue, not device work) and
-//! the step's wall time. Blocks run in the same order every steady-state
-//! step, so the two are matched by position; a step whose block count differs is not used.
+//! the step's wall time; then a few steps under a [`DeviceBlockTimer`] give each block's device
+//! time (a CubeCL profile window per block). Profiled steps run one submission per block, so
+//! they are never the timed steps: the step time and host times come from unprofiled steps.
+//! Blocks run in the same order every steady-state step, so all three are matched by position;
+//! a step whose block count differs is not used.
 use crate::candidate::Candidate;
 use crate::confirm::install;
 use crate::session::{Settle, record_step, settle, warm_up};
 use blaze_ir::plan::Regime;
+use blaze_burn::DeviceBlockTimer;
 use blaze_runtime::{BlockTimer, ModelFactory, activate_burn_default};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
@@ -18,6 +22,11 @@ use std::time::Instant;
 /// host-bound, and below which it is called device-bound.
 pub const HOST_BOUND: f64 = 0.7;
 pub const DEVICE_BOUND: f64 = 0.3;
+/// Share of the step the device spends running the blocks' kernels at or above which the step
+/// is called bound by device work (below it, by fixed per-step cost).
+pub const DEVICE_BUSY: f64 = 0.7;
+/// Profiled steps per arm for device times (each is slow: one submission per block).
+pub const DEVICE_STEPS: u32 = 5;
 
 /// One executed block.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -28,6 +37,10 @@ pub struct BlockProfile {
     pub kinds: String,
     /// Median host time per step, microseconds.
     pub host_us: f64,
+    /// Median device time per step, microseconds (its kernels, from a profile window); `None`
+    /// when no profiled step measured it (a block that launched no kernel, or no timestamps).
+    #[serde(default)]
+    pub device_us: Option<f64>,
 }
 
 /// One arm (Burn's plan or a plan file).
@@ -43,6 +56,17 @@ pub struct ArmProfile {
     /// Timed steps whose block count matched the recorded step (the others are not used).
     pub steps_used: usize,
     pub steps_timed: usize,
+    /// Sum of the blocks' median device times, milliseconds (`None`: nothing measured).
+    #[serde(default)]
+    pub device_ms: Option<f64>,
+    /// How CubeCL timed the windows: `device` (timestamp queries) or `system` (host clocks).
+    #[serde(default)]
+    pub device_method: String,
+    /// Profiled steps whose block count matched, of those run.
+    #[serde(default)]
+    pub device_steps_used: usize,
+    #[serde(default)]
+    pub device_steps: usize,
 }
 
 impl ArmProfile {
@@ -51,11 +75,24 @@ impl ArmProfile {
         self.host_ms / self.step_ms
     }
 
-    pub fn verdict(&self) -> &'static str {
-        match self.host_share() {
-            s if s >= HOST_BOUND => "host-bound: the host's work per block fills most of the step; fewer blocks help",
-            s if s <= DEVICE_BOUND => "device-bound: the host waits for the device most of the step",
-            _ => "mixed: neither host work per block nor device work fills the step",
+    /// Share of the step the device spends running the blocks' kernels.
+    pub fn device_share(&self) -> Option<f64> {
+        self.device_ms.map(|d| d / self.step_ms)
+    }
+
+    /// What bounds the step: device work when the kernels fill most of it, otherwise fixed
+    /// per-step cost, split into the host's work per block and the rest (syncs, submission,
+    /// launch latency). Without device times, the host share alone decides.
+    pub fn verdict(&self) -> String {
+        let host = 100.0 * self.host_share();
+        match self.device_share() {
+            Some(d) if d >= DEVICE_BUSY => format!("bound by device work: the device runs kernels {:.0} % of the step; cheaper or fewer kernels help", 100.0 * d),
+            Some(d) => format!("bound by fixed per-step cost: the device runs kernels only {:.0} % of the step; host work in blocks is {host:.0} %, the rest is syncs, submission and launch latency", 100.0 * d),
+            None => match self.host_share() {
+                s if s >= HOST_BOUND => "host-bound: the host's work per block fills most of the step; fewer blocks help".into(),
+                s if s <= DEVICE_BOUND => "device-bound: the host waits for the device most of the step (no device times measured)".into(),
+                _ => "mixed: neither host work per block nor device work fills the step (no device times measured)".into(),
+            },
         }
     }
 }
@@ -84,13 +121,16 @@ pub fn profile_arm(factory: &dyn ModelFactory, regime: Regime, candidate: &Candi
             per_block.iter_mut().zip(&spans).for_each(|(v, d)| v.push(d.as_secs_f64() * 1e6));
         }
     }
+    let device = device_times(model.as_mut(), blocks.len());
     activate_burn_default();
     let kinds = |ops: &[u32]| ops.iter().map(|&i| short_kind(&recorded.ops[i as usize].sig.kind)).collect::<Vec<_>>().join(" ");
     let profiled: Vec<BlockProfile> = blocks
         .iter()
         .zip(&per_block)
-        .map(|(ops, us)| BlockProfile { ops: ops.clone(), kinds: kinds(ops), host_us: median(us) })
+        .zip(&device.per_block)
+        .map(|((ops, us), dev)| BlockProfile { ops: ops.clone(), kinds: kinds(ops), host_us: median(us), device_us: (!dev.is_empty()).then(|| median(dev)) })
         .collect();
+    let measured: Vec<f64> = profiled.iter().filter_map(|b| b.device_us).collect();
     Ok(ArmProfile {
         arm: arm.into(),
         step_ms: median(&step_ms),
@@ -99,7 +139,37 @@ pub fn profile_arm(factory: &dyn ModelFactory, regime: Regime, candidate: &Candi
         blocks: profiled,
         steps_used: used,
         steps_timed: step_ms.len(),
+        device_ms: (!measured.is_empty()).then(|| measured.iter().sum::<f64>() / 1e3),
+        device_method: device.method,
+        device_steps_used: device.used,
+        device_steps: DEVICE_STEPS as usize,
     })
+}
+
+/// Device times of `DEVICE_STEPS` profiled steps, per block (microseconds, measured ones only).
+struct DeviceTimes {
+    per_block: Vec<Vec<f64>>,
+    method: String,
+    used: usize,
+}
+
+fn device_times(model: &mut dyn blaze_runtime::Model, blocks: usize) -> DeviceTimes {
+    let mut times = DeviceTimes { per_block: vec![Vec::new(); blocks], method: String::new(), used: 0 };
+    for _ in 0..DEVICE_STEPS {
+        model.sync();
+        let timer = DeviceBlockTimer::start();
+        model.step(false);
+        model.sync();
+        let answer = timer.finish();
+        times.method = answer.method.into();
+        if answer.spans.len() == blocks {
+            times.used += 1;
+            for (v, d) in times.per_block.iter_mut().zip(&answer.spans) {
+                v.extend(d.map(|d| d.as_secs_f64() * 1e6));
+            }
+        }
+    }
+    times
 }
 
 /// `NumericFloat/Add` -> `Add`.
@@ -117,16 +187,19 @@ fn median(xs: &[f64]) -> f64 {
     if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
 }
 
-/// The text `blazec profile` prints: per arm its totals, verdict and the `top` blocks by host time.
+/// The text `blazec profile` prints: per arm its totals, verdict and the `top` blocks by device
+/// time (by host time where no device time was measured).
 pub fn text(model: &str, arms: &[ArmProfile], top: usize) -> String {
     let mut out = String::new();
     for a in arms {
         let _ = writeln!(out, "{model} under {}: step {:.3} ms (median of {}); {} blocks ({} fused); host time in blocks {:.3} ms = {:.0} % of the step ({} of {} steps matched the recorded blocks)",
             a.arm, a.step_ms, a.steps_timed, a.blocks.len(), a.fused_blocks, a.host_ms, 100.0 * a.host_share(), a.steps_used, a.steps_timed);
+        let _ = writeln!(out, "  {}", device_line(a));
         let _ = writeln!(out, "  {}", a.verdict());
+        let key = |b: &BlockProfile| if a.device_ms.is_some() { b.device_us.unwrap_or(-1.0) } else { b.host_us };
         let mut order: Vec<usize> = (0..a.blocks.len()).collect();
-        order.sort_by(|&x, &y| a.blocks[y].host_us.total_cmp(&a.blocks[x].host_us));
-        let _ = writeln!(out, "  {:>5}  {:>9}  {:>4}  operations", "block", "host µs", "ops");
+        order.sort_by(|&x, &y| key(&a.blocks[y]).total_cmp(&key(&a.blocks[x])));
+        let _ = writeln!(out, "  {:>5}  {:>9}  {:>9}  {:>4}  operations", "block", "device µs", "host µs", "ops");
         for &i in order.iter().take(top) {
             let b = &a.blocks[i];
             let ops = match (b.ops.first(), b.ops.last()) {
@@ -134,13 +207,27 @@ pub fn text(model: &str, arms: &[ArmProfile], top: usize) -> String {
                 (Some(f), _) => format!("op {f}: {}", b.kinds),
                 _ => String::new(),
             };
-            let _ = writeln!(out, "  {:>5}  {:>9.1}  {:>4}  {}", i, b.host_us, b.ops.len(), truncate(&ops, 100));
+            let dev = b.device_us.map_or("–".to_string(), |d| format!("{d:.1}"));
+            let _ = writeln!(out, "  {:>5}  {:>9}  {:>9.1}  {:>4}  {}", i, dev, b.host_us, b.ops.len(), truncate(&ops, 100));
         }
     }
     if let [burn, plan] = arms {
-        let _ = writeln!(out, "plan / Burn: step {:.4}, host time in blocks {:.4}, blocks {} -> {}", plan.step_ms / burn.step_ms, plan.host_ms / burn.host_ms, burn.blocks.len(), plan.blocks.len());
+        let device = match (burn.device_ms, plan.device_ms) {
+            (Some(b), Some(p)) => format!(", device time {:.4}", p / b),
+            _ => String::new(),
+        };
+        let _ = writeln!(out, "plan / Burn: step {:.4}, host time in blocks {:.4}{device}, blocks {} -> {}", plan.step_ms / burn.step_ms, plan.host_ms / burn.host_ms, burn.blocks.len(), plan.blocks.len());
     }
     out
+}
+
+/// The arm's device-time total, or why there is none.
+fn device_line(a: &ArmProfile) -> String {
+    match a.device_ms {
+        Some(d) => format!("device time in blocks {d:.3} ms = {:.0} % of the step ({} timing; {} blocks measured; median of {} of {} profiled steps, which are not the timed steps)",
+            100.0 * d / a.step_ms, a.device_method, a.blocks.iter().filter(|b| b.device_us.is_some()).count(), a.device_steps_used, a.device_steps),
+        None => format!("device time: not measured ({} of {} profiled steps matched the recorded blocks, and no block's profile window carried a measurement)", a.device_steps_used, a.device_steps),
+    }
 }
 
 fn truncate(s: &str, n: usize) -> String {
@@ -152,8 +239,18 @@ mod tests {
     use super::*;
 
     fn arm(step_ms: f64, host_us: &[f64]) -> ArmProfile {
-        let blocks = host_us.iter().enumerate().map(|(i, &h)| BlockProfile { ops: vec![i as u32], kinds: "Add".into(), host_us: h }).collect::<Vec<_>>();
-        ArmProfile { arm: "x".into(), step_ms, host_ms: host_us.iter().sum::<f64>() / 1e3, fused_blocks: 0, blocks, steps_used: 1, steps_timed: 1 }
+        let blocks = host_us.iter().enumerate().map(|(i, &h)| BlockProfile { ops: vec![i as u32], kinds: "Add".into(), host_us: h, device_us: None }).collect::<Vec<_>>();
+        ArmProfile { arm: "x".into(), step_ms, host_ms: host_us.iter().sum::<f64>() / 1e3, fused_blocks: 0, blocks, steps_used: 1, steps_timed: 1, device_ms: None, device_method: String::new(), device_steps_used: 0, device_steps: DEVICE_STEPS as usize }
+    }
+
+    /// `arm` with device times per block (microseconds), in block order.
+    fn with_device(mut a: ArmProfile, device_us: &[Option<f64>]) -> ArmProfile {
+        a.blocks.iter_mut().zip(device_us).for_each(|(b, d)| b.device_us = *d);
+        let measured: Vec<f64> = device_us.iter().flatten().copied().collect();
+        a.device_ms = (!measured.is_empty()).then(|| measured.iter().sum::<f64>() / 1e3);
+        a.device_method = "device".into();
+        a.device_steps_used = DEVICE_STEPS as usize;
+        a
     }
 
     #[test]
@@ -164,10 +261,33 @@ mod tests {
     }
 
     #[test]
+    fn device_times_decide_between_device_work_and_fixed_per_step_cost() {
+        let busy = with_device(arm(1.0, &[100.0, 100.0]), &[Some(500.0), Some(300.0)]);
+        assert!(busy.verdict().starts_with("bound by device work: the device runs kernels 80 %"), "{}", busy.verdict());
+        let idle = with_device(arm(10.0, &[1000.0, 1000.0]), &[Some(500.0), None]);
+        let v = idle.verdict();
+        assert!(v.starts_with("bound by fixed per-step cost: the device runs kernels only 5 %") && v.contains("host work in blocks is 20 %"), "{v}");
+    }
+
+    #[test]
+    fn blocks_are_listed_by_device_time_when_measured() {
+        let a = with_device(arm(2.0, &[300.0, 10.0, 20.0]), &[Some(5.0), Some(900.0), None]);
+        let t = text("m", &[a.clone(), a], 3);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[1].contains("device time in blocks 0.905 ms = 45 % of the step (device timing; 2 blocks measured"), "{t}");
+        let rows: Vec<&str> = lines[4..7].iter().map(|l| l.split_whitespace().next().unwrap()).collect();
+        assert_eq!(rows, ["1", "0", "2"], "{t}");
+        assert!(lines[6].contains(" – "), "an unmeasured block shows a dash: {t}");
+        assert!(t.contains("device time 1.0000"), "{t}");
+        let none = text("m", &[arm(2.0, &[1.0])], 1);
+        assert!(none.contains("device time: not measured"), "{none}");
+    }
+
+    #[test]
     fn the_text_lists_the_slowest_blocks_first_and_compares_two_arms() {
         let t = text("m", &[arm(2.0, &[10.0, 300.0, 20.0]), arm(1.0, &[100.0])], 2);
         let lines: Vec<&str> = t.lines().collect();
-        assert!(lines[3].trim_start().starts_with("1 ") && lines[4].trim_start().starts_with("2 "), "{t}");
+        assert!(lines[4].trim_start().starts_with("1 ") && lines[5].trim_start().starts_with("2 "), "{t}");
         assert!(t.contains("plan / Burn: step 0.5000") && t.contains("blocks 3 -> 1"), "{t}");
         assert_eq!(median(&[3.0, 1.0, 2.0, 10.0]), 2.5);
     }

@@ -9,6 +9,8 @@
 //!   their index since the last sync (the patched fuser counts from there), and a step whose
 //!   loss is read back does not always drain the stream, so without it a plan would apply to
 //!   the first step only and the watch could not recognise a step.
+//! * [`DeviceBlockTimer`]: device time of each executed block (CubeCL profile windows on the
+//!   fusion thread), for `blazec profile`.
 //! * [`init_params`], [`device_info`]: what an implementation of `blaze_runtime::Model`
 //!   needs so that blazec can trace, verify and time it (seeded weights drawn at build time,
 //!   the device described for plan contracts).
@@ -17,10 +19,12 @@
 //! still runs no tensor operation of its own except reading parameters in [`init_params`].
 pub mod autotune;
 pub mod device;
+pub mod device_timer;
 mod params;
 
 pub use blaze_runtime::{BundleHandle, Description, Model, ModelFactory, StepOutput};
 pub use device::{COMPILER, default_device, device_info};
+pub use device_timer::{DeviceBlockTimer, DeviceSpans};
 pub use autotune::{Seeded, seed_autotune};
 pub use params::init_params;
 
