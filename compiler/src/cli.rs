@@ -186,10 +186,6 @@ enum Command {
         #[arg(short, long)]
         output: PathBuf,
     },
-    /// Run a fresh seeded instance for some steps under one arm (Burn's plan, fusion off in this
-    /// process, or a plan's cuts) and write what it computed: every loss, the last logits and
-    /// the executed partition. Compares arms bit for bit across processes.
-    #[command(after_help = "Examples:\n  blazec probe attention-d257 --arm fusion-off --burn-first 3 -o off.ron\n  BURN_FUSION_MAX_EXPLORATIONS=0 blazec probe attention-d257 --arm burn -o stock-off.ron")]
     /// Where a step's time goes, block by block: host time (fusion thread) and device time
     /// (CubeCL profile windows, in separate profiled steps) per executed block, and step time,
     /// under Burn's plan and, with --plan, under a plan file; says whether the step is bound by
@@ -211,6 +207,10 @@ enum Command {
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
+    /// Run a fresh seeded instance for some steps under one arm (Burn's plan, fusion off in this
+    /// process, or a plan's cuts) and write what it computed: every loss, the last logits and
+    /// the executed partition. Compares arms bit for bit across processes.
+    #[command(after_help = "Examples:\n  blazec probe attention-d257 --arm fusion-off --burn-first 3 -o off.ron\n  BURN_FUSION_MAX_EXPLORATIONS=0 blazec probe attention-d257 --arm burn -o stock-off.ron")]
     Probe {
         #[command(flatten)]
         model: ModelArgs,
@@ -499,5 +499,33 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             }
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// A doc comment put above the wrong variant moves one command's help to its neighbour
+    /// (this once gave `probe` no help and `profile` two); every command says what it does,
+    /// in words of its own, with examples of itself.
+    #[test]
+    fn every_command_has_its_own_help() {
+        let command = Cli::command();
+        let mut abouts = Vec::new();
+        for sub in command.get_subcommands() {
+            let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+            assert!(!about.is_empty(), "`{}` has no help", sub.get_name());
+            if let Some(examples) = sub.get_after_help() {
+                let examples = examples.to_string();
+                assert!(!examples.contains("blazec ") || examples.contains(&format!("blazec {}", sub.get_name())), "`{}`'s examples are another command's: {examples}", sub.get_name());
+            }
+            abouts.push(about);
+        }
+        let mut unique = abouts.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), abouts.len(), "two commands share a help text");
     }
 }

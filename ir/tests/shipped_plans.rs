@@ -1,0 +1,27 @@
+//! The plans shipped under `plans/` are public files: each must read and validate under the
+//! current format, sit beside the tune report it came from, name the model and regime its file
+//! name says, and change something (a plan equal to Burn's own is not worth shipping).
+use blaze_ir::PlanFile;
+use std::path::Path;
+
+#[test]
+fn every_shipped_plan_reads_validates_and_has_its_report() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plans");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let Some(stem) = name.strip_suffix(".h200.ron") else { continue };
+        let plan = PlanFile::read(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let (model, regime) = stem.rsplit_once('.').unwrap_or_else(|| panic!("{name}: not <model>.<regime>.h200.ron"));
+        assert_eq!(plan.contract.model, model, "{name}");
+        assert_eq!(format!("{:?}", plan.contract.regime).to_lowercase(), regime, "{name}");
+        assert_eq!(plan.contract.device.adapter, "NVIDIA H200", "{name}");
+        assert!(!plan.cuts.is_empty() || !plan.settings.is_default(), "{name}: Burn's own plan");
+        let report = dir.join(format!("{stem}.h200.report.md"));
+        let text = std::fs::read_to_string(&report).unwrap_or_else(|e| panic!("{}: {e}", report.display()));
+        assert!(text.contains("**Selected:**") && text.contains("verified") , "{}: a tune report with its selection and verification", report.display());
+        seen += 1;
+    }
+    assert!(seen >= 8, "{seen} shipped plans");
+}
