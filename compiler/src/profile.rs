@@ -130,20 +130,25 @@ pub fn profile_arm(factory: &dyn ModelFactory, regime: Regime, candidate: &Candi
         .zip(&device.per_block)
         .map(|((ops, us), dev)| BlockProfile { ops: ops.clone(), kinds: kinds(ops), host_us: median(us), device_us: (!dev.is_empty()).then(|| median(dev)) })
         .collect();
-    let measured: Vec<f64> = profiled.iter().filter_map(|b| b.device_us).collect();
     Ok(ArmProfile {
         arm: arm.into(),
         step_ms: median(&step_ms),
         host_ms: profiled.iter().map(|b| b.host_us).sum::<f64>() / 1e3,
         fused_blocks: recorded.partition.fused_blocks().count(),
+        device_ms: device_total(&profiled),
         blocks: profiled,
         steps_used: used,
         steps_timed: step_ms.len(),
-        device_ms: (!measured.is_empty()).then(|| measured.iter().sum::<f64>() / 1e3),
         device_method: device.method,
         device_steps_used: device.used,
         device_steps: DEVICE_STEPS as usize,
     })
+}
+
+/// Sum of the blocks' measured device times, milliseconds; `None` when no block was measured.
+fn device_total(blocks: &[BlockProfile]) -> Option<f64> {
+    let measured: Vec<f64> = blocks.iter().filter_map(|b| b.device_us).collect();
+    (!measured.is_empty()).then(|| measured.iter().sum::<f64>() / 1e3)
 }
 
 /// Device times of `DEVICE_STEPS` profiled steps, per block (microseconds, measured ones only).
@@ -246,8 +251,7 @@ mod tests {
     /// `arm` with device times per block (microseconds), in block order.
     fn with_device(mut a: ArmProfile, device_us: &[Option<f64>]) -> ArmProfile {
         a.blocks.iter_mut().zip(device_us).for_each(|(b, d)| b.device_us = *d);
-        let measured: Vec<f64> = device_us.iter().flatten().copied().collect();
-        a.device_ms = (!measured.is_empty()).then(|| measured.iter().sum::<f64>() / 1e3);
+        a.device_ms = device_total(&a.blocks);
         a.device_method = "device".into();
         a.device_steps_used = DEVICE_STEPS as usize;
         a

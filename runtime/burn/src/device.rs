@@ -15,6 +15,12 @@ pub fn default_device() -> Device {
     }
 }
 
+/// The graphics API [`default_device`] is pinned to: Vulkan with SPIR-V, otherwise wgpu's choice.
+pub(crate) fn default_backend() -> burn::backend::wgpu::WgpuBackend {
+    use burn::backend::wgpu::WgpuBackend;
+    if cfg!(feature = "vulkan") { WgpuBackend::Vulkan } else { WgpuBackend::Auto }
+}
+
 /// Shader compiler of this build: `spirv` (feature `vulkan`, real GPUs) or `wgsl` (lavapipe).
 pub const COMPILER: &str = if cfg!(feature = "vulkan") { "spirv" } else { "wgsl" };
 
@@ -71,8 +77,7 @@ static LOSABLE: OnceLock<burn::tensor::wgpu::wgpu::Device> = OnceLock::new();
 /// away as a driver reset would. Must run before the default device's first use; the runtime
 /// options are Burn's defaults (CUBECL_WGPU_MAX_TASKS still applies).
 pub fn keep_device_for_fault_injection() -> Result<(), String> {
-    use burn::tensor::wgpu::WgpuBackend;
-    let api = if cfg!(feature = "vulkan") { WgpuBackend::Vulkan } else { WgpuBackend::Auto };
+    let api = default_backend();
     let (_device, setup) = Device::wgpu_options().graphics_api(api).init_with_setup().map_err(|e| format!("{e:?}"))?;
     let _ = LOSABLE.set(setup.device);
     Ok(())

@@ -11,7 +11,7 @@
 //! time, never to time a step; `blazec profile` runs its timed steps without it.
 use burn_fusion::observer::{BlockOperations, FusionObservation, FusionObserver};
 use cubecl::client::{Client, ProfileWindow};
-use cubecl::device::{WgpuBackend, WgpuDevice};
+use cubecl::device::WgpuDevice;
 use cubecl::profile::{ProfileDuration, TimingMethod};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -25,15 +25,12 @@ pub struct DeviceSpans {
     /// `device` when the adapter has timestamp queries, `system` when CubeCL fell back to host
     /// clocks around a device sync (then the figures include the sync's round trip).
     pub method: &'static str,
-    /// Windows the device refused to open or close.
-    pub errors: usize,
 }
 
 #[derive(Default)]
 struct State {
     open: Option<ProfileWindow>,
     closed: Vec<Option<ProfileDuration>>,
-    errors: usize,
 }
 
 /// Times blocks on the device while its guard lives.
@@ -52,8 +49,7 @@ pub struct DeviceBlockTimerGuard {
 /// Burn's backend launches on (a different id would start a second server, whose windows
 /// would see none of the model's kernels).
 fn default_client() -> Client {
-    let backend = if cfg!(feature = "vulkan") { WgpuBackend::Vulkan } else { WgpuBackend::Auto };
-    cubecl::Device::Wgpu(WgpuDevice::default().on(backend)).client()
+    cubecl::Device::Wgpu(WgpuDevice::default().on(crate::device::default_backend())).client()
 }
 
 impl DeviceBlockTimer {
@@ -73,12 +69,12 @@ impl DeviceBlockTimerGuard {
     /// Stops timing and waits for the device's answers (call after a device sync).
     pub fn finish(mut self) -> DeviceSpans {
         drop(self.observation.take());
-        let (closed, errors) = {
+        let closed = {
             let mut state = self.timer.lock();
             if let Some(window) = state.open.take() {
                 self.timer.client.profile_abandon(window);
             }
-            (std::mem::take(&mut state.closed), state.errors)
+            std::mem::take(&mut state.closed)
         };
         let mut method = "device";
         let spans = closed
@@ -91,31 +87,22 @@ impl DeviceBlockTimerGuard {
                 cubecl::future::block_on(d.resolve()).map(|ticks| ticks.duration())
             })
             .collect();
-        DeviceSpans { spans, method, errors }
+        DeviceSpans { spans, method }
     }
 }
 
 impl FusionObserver for DeviceBlockTimer {
     fn registered(&self, _op: &burn_ir::OperationIr) {}
 
+    // A window the device refuses to open or close leaves that block unmeasured (`None`).
     fn block_starts(&self, _block: BlockOperations<'_>) {
-        let window = self.client.profile_start();
-        let mut state = self.lock();
-        match window {
-            Ok(w) => state.open = Some(w),
-            Err(_) => state.errors += 1,
-        }
+        let window = self.client.profile_start().ok();
+        self.lock().open = window;
     }
 
     fn block_ran(&self) {
         let window = self.lock().open.take();
-        let closed = window.and_then(|w| match self.client.profile_end(w) {
-            Ok(d) => Some(d),
-            Err(_) => {
-                self.lock().errors += 1;
-                None
-            }
-        });
+        let closed = window.and_then(|w| self.client.profile_end(w).ok());
         self.lock().closed.push(closed);
     }
 }
