@@ -22,7 +22,8 @@
 #                              "5 1 2 3 8"), order rotated each rep, blazec run with $WIDTH_STEPS timed steps
 #   planrun:<model>:<regime>:<pairs>
 #                              blazec run without and with the plan $PLAN (default: the plan this call's
-#                              tune stage wrote for <model>.<regime>, when there is one) (order alternating), a
+#                              tune stage wrote for <model>.<regime>, else the shipped plans/<model>.<regime>.h200.ron)
+#                              (order alternating), a
 #                              fresh process each, $WIDTH_STEPS timed steps: is the plan applied, does
 #                              its advantage hold in a process of its own
 #   live:<model>:<steps>[:<at>:<batch>]
@@ -144,7 +145,9 @@ for stage in ${STAGES:-}; do
       done ;;
     planrun)
       plan_file=${PLAN:+$REPO/$PLAN}; [ -z "$plan_file" ] && plan_file=$R/plans/$a.$b.ron
+      [ -z "${PLAN:-}" ] && [ ! -f "$plan_file" ] && plan_file=$REPO/plans/$a.$b.h200.ron
       [ -f "$plan_file" ] || { echo "planrun: no plan $plan_file" >> $R/stages.txt; continue; }
+      echo "planrun $a.$b: plan ${plan_file#$REPO/}" >> $R/stages.txt
       for rep in $(seq 1 ${c:-3}); do
         order="burn plan"; [ $((rep % 2)) -eq 0 ] && order="plan burn"
         for v in $order; do
