@@ -20,7 +20,7 @@ from floorstat import quantile
 
 def read_run(path):
     text = open(path).read()
-    ms = [float(x) for x in re.search(r"step ms: \[(.*?)\]", text).group(1).split(",")]
+    ms = [float(x) for x in re.search(r"^step ms: \[(.*?)\]", text, re.M).group(1).split(",")]
     part = re.search(r"^partition (\S+) \((\d+) ops, (\d+) blocks, (\d+) fused\)", text, re.M)
     plan = re.search(r"^plan: (.*)$", text, re.M).group(1)
     return ms, part.group(1), int(part.group(3)), int(part.group(4)), plan

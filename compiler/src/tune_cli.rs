@@ -218,16 +218,22 @@ fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path
     let mut result = tune(&journal::Beating(factory), &opts, &mut progress)?;
     journal::check_device_loss_took_effect().map_err(anyhow::Error::msg)?;
     if !args.max_tasks.0.is_empty() {
+        // The race across processes starts one server after another (a minute each on a cold
+        // H200): a tune stopped during it must not lose the in-process selection it already has.
+        let mut interim = result.clone();
+        interim.selection = format!("{}; {PROCESS_RACE_PENDING}", interim.selection);
+        if let Some(m) = interim.plan.as_mut().and_then(|p| p.measurements.as_mut()) {
+            m.selection = format!("{}; {PROCESS_RACE_PENDING}", m.selection);
+        }
+        write_outputs(args, dir, &stem, &interim)?;
+        progress(&format!("in-process selection written to {} (rewritten when the race across processes ends)", args.output.display()));
         race_submission_batches(args, &mut result, &mut progress)?;
     }
     if std::io::stderr().is_terminal() && !args.verbose {
         eprintln!();
     }
-    write_atomic(&results, &to_ron(&result))?;
-    write_atomic(&dir.join(format!("{stem}.report.md")), &report::markdown(&result))?;
-    write_atomic(&dir.join(format!("{stem}.report.svg")), &report::svg(&result))?;
+    write_outputs(args, dir, &stem, &result)?;
     let plan = result.plan.as_ref().expect("tune returns a plan");
-    write_atomic(&args.output, &plan.to_ron())?;
     println!("{}", report::markdown(&result));
     if let Some(bundle) = &args.bundle {
         let replaced = add_to_bundle(bundle, plan.clone())?;
@@ -239,6 +245,17 @@ fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path
         }
     }
     Ok(())
+}
+
+/// Said in the selection of outputs written before the race across processes has ended.
+pub const PROCESS_RACE_PENDING: &str = "submission batch: the race across processes had not ended when this was written";
+
+/// The results file, the report (markdown and svg) and the plan, each written atomically.
+fn write_outputs(args: &TuneArgs, dir: &Path, stem: &str, result: &crate::tune::TuneResult) -> anyhow::Result<()> {
+    write_atomic(&dir.join(format!("{stem}.results.ron")), &to_ron(result))?;
+    write_atomic(&dir.join(format!("{stem}.report.md")), &report::markdown(result))?;
+    write_atomic(&dir.join(format!("{stem}.report.svg")), &report::svg(result))?;
+    write_atomic(&args.output, &result.plan.as_ref().expect("tune returns a plan").to_ron())
 }
 
 /// The race across processes (`tune::processes`) of the submission batches, under the plan the

@@ -135,3 +135,48 @@ fn tune_races_submission_batches_across_co_resident_processes() {
     assert!(report.contains("## Across processes: submission batch") && report.contains("p1 (control)"), "{report}");
     assert!(report.contains("Every comparison in the table above was made in one process"), "the report says which comparisons were in-process");
 }
+
+/// A tune stopped during the race across processes (there, a cold H200 spent minutes starting
+/// servers and the campaign's time limit killed two tunes that had finished their in-process
+/// race) keeps what the in-process race selected: the plan, its report and raw results are
+/// written before the first server starts, saying the process race had not ended.
+#[test]
+fn a_tune_stopped_during_the_race_across_processes_keeps_its_in_process_selection() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::CommandExt;
+    let dir = scratch("settings-tune-stopped");
+    let plan = dir.join("plan.ron");
+    let args = chain_tune_args(&plan, &["--budget", "1", "--max-blocks", "none", "--min-rounds", "10", "--rounds", "10", "--max-tasks", "64", "-v"]);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_blazec"))
+        .args(&args)
+        .env("XDG_RUNTIME_DIR", std::env::var("XDG_RUNTIME_DIR").unwrap_or("/tmp".into()))
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let mut seen = Vec::new();
+    for line in BufReader::new(child.stderr.take().unwrap()).lines() {
+        let line = line.unwrap();
+        let written = line.contains("in-process selection written to");
+        seen.push(line);
+        if written {
+            break;
+        }
+    }
+    // The supervisor, its worker and any server: the whole group, as a time limit would; only
+    // a group the child leads (never this test's own).
+    let pid = child.id() as libc::pid_t;
+    assert_eq!(unsafe { libc::getpgid(pid) }, pid, "the tune leads its own process group");
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    let _ = child.wait();
+    assert!(seen.last().is_some_and(|l| l.contains("in-process selection written to")), "{seen:#?}");
+    assert!(!seen.iter().any(|l| l.contains("racing across processes")), "stopped before the race: {seen:#?}");
+    let written = blaze_ir::PlanFile::parse(&std::fs::read_to_string(&plan).unwrap()).expect("a valid plan is there");
+    assert_eq!(written.settings.max_tasks, None, "no submission batch was decided");
+    let selection = written.measurements.expect("the plan carries its measurements").selection;
+    assert!(selection.contains(blaze_compiler::tune_cli::PROCESS_RACE_PENDING), "{selection}");
+    let results: blaze_compiler::tune::TuneResult = ron::from_str(&std::fs::read_to_string(dir.join("plan.results.ron")).unwrap()).unwrap();
+    assert!(results.process_race.is_none() && results.race.is_some(), "the in-process race's raw results are kept");
+    assert!(std::fs::read_to_string(dir.join("plan.report.md")).unwrap().contains(blaze_compiler::tune_cli::PROCESS_RACE_PENDING));
+}

@@ -81,8 +81,11 @@ fn processes_cell(r: &TuneResult) -> String {
         .filter_map(|a| Some((a, a.standing.as_ref()?)))
         .min_by(|x, y| x.1.ratio.total_cmp(&y.1.ratio));
     let reference = p.arms.first().map_or(String::new(), |a| format!(" vs tasks={}", a.max_tasks));
+    // The control runs the reference's own value in another process: its ratio is how far two
+    // processes differ for no reason, the scale against which the best value must be read.
+    let control = p.arms.iter().find(|a| a.control).and_then(|a| a.standing.as_ref()).map_or(String::new(), |s| format!("; control {:.4} [{:.4}, {:.4}]", s.ratio, s.lo, s.hi));
     match best {
-        Some((a, s)) => format!("tasks={}{reference}: {:.4} [{:.4}, {:.4}]{}", a.max_tasks, s.ratio, s.lo, s.hi, if p.kept == Some(a.max_tasks) { ", kept" } else { "" }),
+        Some((a, s)) => format!("tasks={}{reference}: {:.4} [{:.4}, {:.4}]{}{control}", a.max_tasks, s.ratio, s.lo, s.hi, if p.kept == Some(a.max_tasks) { ", kept" } else { "" }),
         None => format!("none raced ({})", p.stop),
     }
 }
@@ -168,5 +171,16 @@ mod tests {
         assert!(row.contains("| not raced | **blocks=3**, verified (bit-identical) | winner |"), "kept: {row}");
         assert!(row.contains("51814 steps (4.2 min) / 82837 steps (6.7 min)"), "{row}");
         assert!(table(&["/nonexistent.ron"]).unwrap_err().to_string().contains("reading /nonexistent.ron"));
+    }
+
+    #[test]
+    fn the_process_race_cell_shows_the_control_beside_the_best_value() {
+        // Session 11's gpt-small training tune on the H200 with --max-tasks 16,64: the control
+        // process (max_tasks 32 again) separated from the reference, so tasks=16's 0.9565 is
+        // inside the spread between two processes and nothing was kept.
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../results/h200/2026-12-02-s11/campaign/plans/gpt-small.training.results.ron");
+        let row = table(&[path]).unwrap().lines().last().unwrap().to_string();
+        assert!(row.contains("| tasks=16 vs tasks=32: 0.9565 [0.9183, 1.0519]; control 0.8971 [0.8329, 0.9900] |"), "{row}");
+        assert!(row.contains("| Burn's plan |"), "{row}");
     }
 }
