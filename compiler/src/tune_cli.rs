@@ -181,7 +181,8 @@ pub fn run_tune(resolve: &Resolver, args: &TuneArgs) -> anyhow::Result<()> {
     crate::tune::supervise::supervise(&crate::tune::supervise::Supervision { hang_timeout: args.hang_timeout, greedy: args.greedy.is_some(), fusion_off })
 }
 
-/// The pipeline, in the worker process; writes every output atomically at the end.
+/// The pipeline, in the worker process; writes every output atomically at the end, and the
+/// in-process selection already before a race across processes.
 fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path) -> anyhow::Result<()> {
     journal::inject_hang(args.inject_hang);
     journal::inject_panic(args.inject_panic);
