@@ -120,6 +120,7 @@ fn tune_races_submission_batches_across_co_resident_processes() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("racing across processes"), "{stderr}");
+    assert_eq!(stderr.matches("serve: model built in").count(), 4, "each server says where its start-up went: {stderr}");
     let results: blaze_compiler::tune::TuneResult = ron::from_str(&std::fs::read_to_string(dir.join("plan.results.ron")).unwrap()).unwrap();
     let p = results.process_race.expect("a race across processes was run");
     let shape: Vec<(u32, bool)> = p.arms.iter().map(|a| (a.max_tasks, a.control)).collect();

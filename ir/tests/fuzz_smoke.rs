@@ -3,7 +3,9 @@
 //! 256 MiB (blaze-fuzz exits 1 and saves the input under ir/fuzz/findings/).
 #[test]
 fn parsers_survive_a_short_fuzz_run() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_blaze-fuzz")).args(["all", "20000", "7"]).output().unwrap();
+    // This checkout's corpus: cargo runs a test in its package's directory.
+    let root = std::env::current_dir().unwrap().join("fuzz");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_blaze-fuzz")).args(["all", "20000", "7", "--root", root.to_str().unwrap()]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     for target in ["plan", "bundle", "trace", "partition"] {

@@ -7,7 +7,7 @@
 //! Guidance without instrumentation: an input is kept in the corpus when it produces an outcome
 //! not seen before (accepted, or an error message with its numbers stripped).
 //!
-//! Usage: blaze-fuzz [plan|bundle|trace|partition|all] [execs per target] [seed] [--save-corpus] [--write-seeds]
+//! Usage: blaze-fuzz [plan|bundle|trace|partition|all] [execs per target] [seed] [--root DIR] [--save-corpus] [--write-seeds]
 //! (built with the workspace: `$CARGO_TARGET_DIR/release/blaze-fuzz`).
 use blaze_ir::{Bundle, ExecutedPartition, PlanFile, Trace};
 use std::collections::BTreeSet;
@@ -228,7 +228,8 @@ fn main() {
         return;
     }
     let save = args.iter().any(|a| a == "--save-corpus");
-    let pos: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
+    let root_value = args.iter().position(|a| a == "--root").map(|i| i + 1);
+    let pos: Vec<&String> = args.iter().enumerate().filter(|&(i, a)| !a.starts_with("--") && Some(i) != root_value).map(|(_, a)| a).collect();
     let which = pos.first().map_or("all", |s| s.as_str());
     let execs: u64 = pos.get(1).and_then(|s| s.parse().ok()).unwrap_or(100_000);
     let seed: u64 = pos.get(2).and_then(|s| s.parse().ok()).unwrap_or(0x5eed);
@@ -240,7 +241,16 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
+    // `--root DIR`: the fuzz directory (corpus/, findings/). The default is the one this binary
+    // was compiled beside, which is wrong when a target directory shared by two checkouts kept
+    // the other checkout's build (cargo's hashes of path packages ignore where they are).
+    let root = match args.iter().position(|a| a == "--root") {
+        Some(i) => PathBuf::from(args.get(i + 1).unwrap_or_else(|| {
+            eprintln!("error: --root needs a directory");
+            std::process::exit(2)
+        })),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz"),
+    };
     let mut failed = false;
     for target in targets {
         let start = Instant::now();
