@@ -4,9 +4,22 @@ Inside one process on the H200 the step time switches for seconds between a floo
 stretches, in every arm alike (results/h200/2026-12-01-s5/call1-overhead), so a process is
 compared with another by its floor rather than its median.
 """
-import math
+import math, re
 
 FLOOR = 0.1
+
+def read_run(path):
+    """One `blazec run` output: its timed step times (ms), executed partition (fingerprint,
+    blocks, fused; None when not printed) and `plan:` line; None when it has no timed steps."""
+    text = open(path).read()
+    steps = re.search(r"^step ms: \[(.*?)\]", text, re.M)
+    if not steps:
+        return None
+    part = re.search(r"^partition (\S+) \((\d+) ops, (\d+) blocks, (\d+) fused\)", text, re.M)
+    plan = re.search(r"^plan: (.*)$", text, re.M)
+    return {"ms": [float(x) for x in steps.group(1).split(",")],
+            "partition": (part.group(1), int(part.group(3)), int(part.group(4))) if part else None,
+            "plan": plan.group(1) if plan else "(no plan line)"}
 
 def quantile(xs, p):
     xs = sorted(xs)

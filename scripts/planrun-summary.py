@@ -14,23 +14,11 @@ each alternating pair's floors. `advantage holds` needs every pair's floor ratio
 three pairs, a sign test at one-sided p = 1/8; with two, 1/4: a small sample, said as such).
 """
 import glob, os, re, statistics, sys
-from floorstat import quantile
+from floorstat import floor, read_run
 
 NAME = re.compile(r"planrun-(.+)-(training|forward)(?:-b(\d+))?-(burn|plan)-(\d+)\.txt$")
 # Stage `ship` (ship-<model>/run-<regime>-{burn,bundle}-<rep>.txt): the bundle arm ran the plan.
 SHIP = re.compile(r"ship-(.+)/run-(training|forward)-(burn|bundle)-(\d+)\.txt$")
-
-
-def read_run(path):
-    text = open(path).read()
-    steps = re.search(r"^step ms: \[(.*?)\]", text, re.M)
-    if not steps:
-        return None
-    ms = [float(x) for x in steps.group(1).split(",")]
-    part = re.search(r"^partition (\S+) \((\d+) ops, (\d+) blocks, (\d+) fused\)", text, re.M)
-    plan = re.search(r"^plan: (.*)$", text, re.M)
-    return {"ms": ms, "partition": f"{part.group(3)} ({part.group(4)}) {part.group(1)[:8]}" if part else "?",
-            "plan": plan.group(1) if plan else "(no plan line)"}
 
 
 def collect(dirs):
@@ -51,8 +39,13 @@ def collect(dirs):
     return runs
 
 
-def floor(run):
-    return quantile(run["ms"], 0.1)
+def floor_of(run):
+    return floor(run["ms"])
+
+
+def partition_text(run):
+    p = run["partition"]
+    return f"{p[1]} ({p[2]}) {p[0][:8]}" if p else "?"
 
 
 def summarise(key, arms):
@@ -61,17 +54,17 @@ def summarise(key, arms):
     pairs = sorted(set(burn) & set(plan))
     if not pairs:
         return None
-    fb = statistics.median(floor(burn[r]) for r in pairs)
-    fp = statistics.median(floor(plan[r]) for r in pairs)
+    fb = statistics.median(floor_of(burn[r]) for r in pairs)
+    fp = statistics.median(floor_of(plan[r]) for r in pairs)
     mb = statistics.median(statistics.median(burn[r]["ms"]) for r in pairs)
     mp = statistics.median(statistics.median(plan[r]["ms"]) for r in pairs)
-    pair_ratios = [floor(plan[r]) / floor(burn[r]) for r in pairs]
+    pair_ratios = [floor_of(plan[r]) / floor_of(burn[r]) for r in pairs]
     applied = all(plan[r]["plan"].startswith("applied") for r in pairs)
     holds = "yes" if all(x < 1 for x in pair_ratios) else ("no" if all(x >= 1 for x in pair_ratios) else "mixed")
     shape = f"{regime}" + (f", batch {batch}" if batch else "")
-    parts = lambda arm: ", ".join(sorted({arm[r]["partition"] for r in pairs}))
+    parts = lambda arm: ", ".join(sorted({partition_text(arm[r]) for r in pairs}))
     return (f"| {model} | {shape} | {'yes' if applied else 'NO: ' + plan[pairs[0]]['plan']} | {parts(burn)} | {parts(plan)} | "
-            f"{' '.join(f'{floor(burn[r]):.3f}' for r in pairs)} | {' '.join(f'{floor(plan[r]):.3f}' for r in pairs)} | "
+            f"{' '.join(f'{floor_of(burn[r]):.3f}' for r in pairs)} | {' '.join(f'{floor_of(plan[r]):.3f}' for r in pairs)} | "
             f"{fp / fb:.4f} | {mp / mb:.4f} | {' '.join(f'{x:.3f}' for x in pair_ratios)} | {holds} ({len(pairs)} pairs) |")
 
 

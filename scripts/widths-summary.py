@@ -15,15 +15,17 @@ floors, as a ratio to width 5's. The ranking of these ratios is compared with th
 ranking (Spearman's rho over the widths both have).
 """
 import glob, math, os, re, statistics, sys
-from floorstat import quantile
+from floorstat import floor, read_run
 
 
-def read_run(path):
-    text = open(path).read()
-    ms = [float(x) for x in re.search(r"^step ms: \[(.*?)\]", text, re.M).group(1).split(",")]
-    part = re.search(r"^partition (\S+) \((\d+) ops, (\d+) blocks, (\d+) fused\)", text, re.M)
-    plan = re.search(r"^plan: (.*)$", text, re.M).group(1)
-    return ms, part.group(1), int(part.group(3)), int(part.group(4)), plan
+def floor_of(run):
+    return floor(run["ms"])
+
+def median_of(run):
+    return statistics.median(run["ms"])
+
+def plan_of(run):
+    return run["plan"]
 
 def in_process(report):
     out = {}
@@ -43,15 +45,15 @@ widths = {}
 for path in glob.glob(os.path.join(run_dir, "width-*-w*-*.txt")):
     w = int(re.search(r"-w(\d+)-\d+\.txt$", path).group(1))
     widths.setdefault(w, []).append(read_run(path))
-base = statistics.median(quantile(r[0], 0.1) for r in widths[5])
+base = statistics.median(floor_of(r) for r in widths[5])
 inp = in_process(report)
 sep = {}
 print("| width | executed blocks (fused) | processes | floors ms (p10 per process) | own processes: ratio to width 5 | in one process: ratio to Burn's plan [interval] |")
 print("|---|---|---|---|---|---|")
 for w in sorted(widths):
     runs = widths[w]
-    parts = {(r[1][:8], r[2], r[3]) for r in runs}
-    floors = [quantile(r[0], 0.1) for r in runs]
+    parts = {(r['partition'][0][:8], r['partition'][1], r['partition'][2]) for r in runs}
+    floors = [floor_of(r) for r in runs]
     sep[w] = statistics.median(floors) / base
     ip = inp.get(w)
     ip_text = f"{ip[0]:.4f} [{ip[1]:.4f}, {ip[2]:.4f}]" if ip and w != 5 else ("1 (Burn's plan)" if w == 5 else "–")
@@ -74,11 +76,11 @@ if plan_runs.get("burn") and plan_runs.get("plan"):
     print("|---|---|---|---|---|")
     for arm in ("burn", "plan"):
         runs = plan_runs[arm]
-        parts = {(r[1][:8], r[2], r[3]) for r in runs}
-        print(f"| {arm} | {', '.join(sorted({r[4] for r in runs}))} | {', '.join(f'{b} ({f}) {fp}' for fp, b, f in sorted(parts))} | "
-              f"{' '.join(f'{quantile(r[0], 0.1):.3f}' for r in runs)} | {' '.join(f'{statistics.median(r[0]):.3f}' for r in runs)} |")
-    fb = statistics.median(quantile(r[0], 0.1) for r in plan_runs["burn"])
-    fp_ = statistics.median(quantile(r[0], 0.1) for r in plan_runs["plan"])
-    mb = statistics.median(statistics.median(r[0]) for r in plan_runs["burn"])
-    mp = statistics.median(statistics.median(r[0]) for r in plan_runs["plan"])
+        parts = {(r['partition'][0][:8], r['partition'][1], r['partition'][2]) for r in runs}
+        print(f"| {arm} | {', '.join(sorted({plan_of(r) for r in runs}))} | {', '.join(f'{b} ({f}) {fp}' for fp, b, f in sorted(parts))} | "
+              f"{' '.join(f'{floor_of(r):.3f}' for r in runs)} | {' '.join(f'{median_of(r):.3f}' for r in runs)} |")
+    fb = statistics.median(floor_of(r) for r in plan_runs["burn"])
+    fp_ = statistics.median(floor_of(r) for r in plan_runs["plan"])
+    mb = statistics.median(median_of(r) for r in plan_runs["burn"])
+    mp = statistics.median(median_of(r) for r in plan_runs["plan"])
     print(f"\nplan / Burn in fresh processes: floor {fp_ / fb:.4f}, median {mp / mb:.4f} ({len(plan_runs['plan'])} + {len(plan_runs['burn'])} processes, alternating)")

@@ -58,8 +58,9 @@ pub fn serve(resolve: &Resolver, args: &ServeArgs) -> anyhow::Result<()> {
     let mut losses = settle(model.as_mut(), Settle::Steps(1));
     let first_s = first.elapsed().as_secs_f64();
     let rest = Instant::now();
-    losses.extend(settle(model.as_mut(), Settle::Steps((args.warmup as usize + args.settle_steps).saturating_sub(1))));
-    eprintln!("{}", warm_up_line(built_s, first_s, losses.len(), rest.elapsed().as_secs_f64()));
+    let more = (args.warmup as usize + args.settle_steps).saturating_sub(1);
+    losses.extend(settle(model.as_mut(), Settle::Steps(more)));
+    eprintln!("{}", warm_up_line(built_s, first_s, more, rest.elapsed().as_secs_f64()));
     if let Some(LoadOutcome::Applied(h)) = &loaded
         && let OpStreamCheck::Withdrawn(why) = h.op_stream_check()
     {
@@ -90,14 +91,14 @@ pub fn serve(resolve: &Resolver, args: &ServeArgs) -> anyhow::Result<()> {
 }
 
 /// One stderr line on where a server's start-up went.
-fn warm_up_line(built_s: f64, first_s: f64, steps: usize, rest_s: f64) -> String {
-    format!("serve: model built in {built_s:.1} s; first step {first_s:.1} s; {} more untimed steps in {rest_s:.1} s", steps.saturating_sub(1))
+fn warm_up_line(built_s: f64, first_s: f64, more_steps: usize, rest_s: f64) -> String {
+    format!("serve: model built in {built_s:.1} s; first step {first_s:.1} s; {more_steps} more untimed steps in {rest_s:.1} s")
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn the_warm_up_line_names_each_part() {
-        assert_eq!(super::warm_up_line(0.31, 61.04, 34, 2.5), "serve: model built in 0.3 s; first step 61.0 s; 33 more untimed steps in 2.5 s");
+        assert_eq!(super::warm_up_line(0.31, 61.04, 33, 2.5), "serve: model built in 0.3 s; first step 61.0 s; 33 more untimed steps in 2.5 s");
     }
 }

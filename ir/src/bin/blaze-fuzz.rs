@@ -228,8 +228,18 @@ fn main() {
         return;
     }
     let save = args.iter().any(|a| a == "--save-corpus");
-    let root_value = args.iter().position(|a| a == "--root").map(|i| i + 1);
-    let pos: Vec<&String> = args.iter().enumerate().filter(|&(i, a)| !a.starts_with("--") && Some(i) != root_value).map(|(_, a)| a).collect();
+    // `--root DIR`: the fuzz directory (corpus/, findings/). The default is the one this binary
+    // was compiled beside, which is wrong when a target directory shared by two checkouts kept
+    // the other checkout's build (cargo's hashes of path packages ignore where they are).
+    let root_at = args.iter().position(|a| a == "--root");
+    let root = match root_at {
+        Some(i) => PathBuf::from(args.get(i + 1).unwrap_or_else(|| {
+            eprintln!("error: --root needs a directory");
+            std::process::exit(2)
+        })),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz"),
+    };
+    let pos: Vec<&String> = args.iter().enumerate().filter(|&(i, a)| !a.starts_with("--") && root_at.map(|r| r + 1) != Some(i)).map(|(_, a)| a).collect();
     let which = pos.first().map_or("all", |s| s.as_str());
     let execs: u64 = pos.get(1).and_then(|s| s.parse().ok()).unwrap_or(100_000);
     let seed: u64 = pos.get(2).and_then(|s| s.parse().ok()).unwrap_or(0x5eed);
@@ -240,16 +250,6 @@ fn main() {
             eprintln!("error: unknown target `{other}` (plan, bundle, trace, partition or all)");
             std::process::exit(2);
         }
-    };
-    // `--root DIR`: the fuzz directory (corpus/, findings/). The default is the one this binary
-    // was compiled beside, which is wrong when a target directory shared by two checkouts kept
-    // the other checkout's build (cargo's hashes of path packages ignore where they are).
-    let root = match args.iter().position(|a| a == "--root") {
-        Some(i) => PathBuf::from(args.get(i + 1).unwrap_or_else(|| {
-            eprintln!("error: --root needs a directory");
-            std::process::exit(2)
-        })),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz"),
     };
     let mut failed = false;
     for target in targets {

@@ -4,7 +4,6 @@ export BLAZE_AUTOTUNE_CACHE=/tmp/exp/ac XDG_RUNTIME_DIR=/tmp
 M="attention-d257 --batch 2 --seq 32 --regime training"
 cd /tmp/exp
 $B run $M --warmup 2 --steps 3 > populate.txt 2>&1
-t() { local s=$(date +%s%N); (sleep 600 | true) >/dev/null; :; }
 one() { local s=$(date +%s%N); echo quit | $B serve $M --warmup 3 --settle-steps 5 > $1.out 2> $1.err; echo "$1 $(( ($(date +%s%N)-s)/1000000 )) ms" >> times.txt; }
 rm -f times.txt
 one alone1
