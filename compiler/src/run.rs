@@ -60,7 +60,7 @@ pub fn run(resolve: &Resolver, args: &RunArgs) -> anyhow::Result<()> {
     let report = run_loaded(model.as_mut(), loaded, args.warmup, settle, args.steps);
     println!("plan: {}", report.plan);
     if let (Some(load), Some(check)) = (report.plan_load_ms, report.op_stream_check_ms) {
-        println!("plan load {load:.3} ms; automatic op-stream check {check:.3} ms");
+        println!("plan load {load:.3} ms; automatic op-stream check {check:.3} ms (CPU time of the program's threads)");
     }
     println!("warm-up step ms: {:?}", report.warmup_ms.iter().map(|t| t.round()).collect::<Vec<_>>());
     println!("losses: {:?}", report.losses);

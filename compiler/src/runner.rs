@@ -29,7 +29,8 @@ pub struct RunReport {
     pub classes: usize,
     /// Cut-policy calls during the timed and recorded steps (0 = cached plans replayed).
     pub hook_calls_after_warmup: u64,
-    /// A loaded plan's costs: `load_plan` itself, and the automatic op-stream check's observer
+    /// A loaded plan's costs in CPU time of the program's threads (wall time in reports written
+    /// before 2026-12-02): `load_plan` itself, and the automatic op-stream check's observer
     /// (absent in older reports and without a plan).
     #[serde(default)]
     pub plan_load_ms: Option<f64>,

@@ -24,11 +24,14 @@ fn cut_plan_executes_exactly_its_cuts_replays_and_matches_burn_numerics() {
     let (planned, stderr) = run("training", Some(&plan_path), "cut");
     // "applied" (not "applied (op stream not confirmed)"): the runtime confirmed the op stream
     // by itself, with no call from the program. Issue 13's target for load + confirm is 10 ms
-    // on the GPU machine; a busy 2-core CI machine running lavapipe gets 5x that.
+    // on the GPU machine. Both are CPU time of the program's threads, so they do not grow with
+    // the machine's load as wall time did (17-56 ms here, most of it descheduled behind
+    // lavapipe). On the 2-core CI machine: 9-13 ms alone, 13-14 ms with three runs at once;
+    // the watch before its one-string signature line took 17-21 ms alone.
     assert_eq!(planned.plan, "applied", "stderr: {stderr}");
     let (load, check) = (planned.plan_load_ms.unwrap(), planned.op_stream_check_ms.unwrap());
-    eprintln!("plan load {load:.3} ms, automatic op-stream check {check:.3} ms");
-    assert!(load + check <= 50.0, "plan load {load} ms + automatic op-stream check {check} ms");
+    eprintln!("plan load {load:.3} ms, automatic op-stream check {check:.3} ms (CPU time)");
+    assert!(load + check <= 20.0, "plan load {load} ms + automatic op-stream check {check} ms of CPU time");
     assert_ne!(planned.partition.fingerprint(), default.partition.fingerprint(), "cuts changed nothing");
 
     let ids: Vec<u64> = cuts.iter().map(|c| c.0).collect();

@@ -45,7 +45,7 @@ impl BundleHandle {
         self.watch.as_ref().map(|w| w.watch.events()).unwrap_or_default()
     }
 
-    /// Time the watch has cost the program so far (its observer's own work).
+    /// CPU time the watch has cost the program so far (its observer's own work).
     pub fn watch_time(&self) -> Duration {
         self.watch.as_ref().map(|w| w.watch.busy()).unwrap_or_default()
     }

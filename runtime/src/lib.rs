@@ -26,6 +26,7 @@ pub mod model;
 mod policy;
 mod recorder;
 pub mod settings;
+mod thread_clock;
 pub mod watch;
 
 pub use model::{Description, Model, ModelFactory, StepOutput};

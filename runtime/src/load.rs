@@ -26,7 +26,8 @@ pub struct PlanHandle {
     /// Confirms the op stream by itself at the first window of the plan's size (keep the
     /// handle alive: dropping it stops the watch).
     pub watch: WatchGuard,
-    /// Wall time of `load_plan` itself (read, parse, validate, select, install).
+    /// CPU time of `load_plan` itself on the calling thread (read, parse, validate, select,
+    /// install; see `thread_clock`).
     pub load_time: std::time::Duration,
 }
 
@@ -36,7 +37,8 @@ impl PlanHandle {
         self.watch.watch.check()
     }
 
-    /// Time the automatic check has cost the program so far (its observer's own work).
+    /// CPU time the automatic check has cost the program so far (its observer's own work on
+    /// the threads registering operations).
     pub fn watch_time(&self) -> std::time::Duration {
         self.watch.watch.busy()
     }
@@ -68,7 +70,7 @@ impl LoadOutcome {
 /// Loads the plan at `path` for a run described by `actual` (leave `actual.op_stream` empty
 /// when it is not known yet; confirm it later with [`PlanHandle::confirm_op_stream`]).
 pub fn load_plan(path: impl AsRef<Path>, actual: &Contract) -> LoadOutcome {
-    let start = std::time::Instant::now();
+    let start = crate::thread_clock::ThreadClock::now();
     let path = path.as_ref();
     let mut outcome = match blaze_ir::file::read_text(path) {
         Ok(text) => load_plan_text(&text, actual),
@@ -84,7 +86,7 @@ pub fn load_plan(path: impl AsRef<Path>, actual: &Contract) -> LoadOutcome {
 /// that fits `actual` (device, Burn version, model, regime, shapes) is installed. A program that
 /// switches regime (train, then evaluate) calls it again with the other regime.
 pub fn load_plan_text(text: &str, actual: &Contract) -> LoadOutcome {
-    let start = std::time::Instant::now();
+    let start = crate::thread_clock::ThreadClock::now();
     let plan = match blaze_ir::Bundle::parse(text).and_then(|b| b.select(actual).cloned()) {
         Ok(plan) => plan,
         Err(e) => return fallback(e),

@@ -78,7 +78,7 @@ impl RecordingGuard {
 /// (sequence numbers since load).
 pub(crate) fn reads_of<I: Copy + PartialEq>(op: &OperationIr, index: I, producer: &mut HashMap<TensorId, I>) -> Vec<I> {
     let mut inputs = Vec::new();
-    for node in op.nodes() {
+    for node in op.inputs().chain(op.outputs()) {
         match node.status {
             TensorStatus::NotInit => {
                 producer.insert(node.id, index);

@@ -25,7 +25,8 @@ use burn_ir::{OperationIr, TensorId};
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use crate::thread_clock::ThreadClock;
+use std::time::Duration;
 
 /// Windows (sync to sync) looked at before giving up on a judgement.
 pub const MAX_WINDOWS: u32 = 64;
@@ -156,9 +157,10 @@ struct State {
     reopens: u32,
     /// Window lengths of the program as last settled.
     lengths: BTreeSet<u64>,
-    /// Time spent judging (recording operations, fingerprinting runs, deciding): the check's
-    /// cost to the program. A settled watch's per-operation count (a lock, an atomic load and
-    /// a counter) is not clocked: reading the clock would cost more than the work.
+    /// CPU time spent judging (recording operations, fingerprinting runs, deciding): the
+    /// check's cost to the program, without time descheduled (`thread_clock`). A settled
+    /// watch's per-operation count (a lock, an atomic load and a counter) is not clocked:
+    /// reading the clock would cost more than the work.
     busy: Duration,
     /// What the watch decided, one line per decision, in order.
     events: Vec<String>,
@@ -231,7 +233,7 @@ impl OpStreamWatch {
         self.lock().events.clone()
     }
 
-    /// Time this observer has spent judging so far (the confirmation's cost to the program).
+    /// CPU time this observer has spent judging so far (the confirmation's cost to the program).
     pub fn busy(&self) -> Duration {
         self.lock().busy
     }
@@ -340,7 +342,7 @@ impl OpStreamWatch {
         }
         let seq = w.next_seq();
         let reads = crate::recorder::reads_of(op, seq, &mut w.producer);
-        w.ops.push_back(Seen { line: OpSignature::of(op).to_line(), reads });
+        w.ops.push_back(Seen { line: OpSignature::line_of(op), reads });
         w.trim(self.longest);
         // The current window's start was trimmed away: it holds more than two steps. Not in the
         // first window, which also holds whatever the program did before (building the model).
@@ -371,7 +373,7 @@ impl FusionObserver for OpStreamWatch {
         let s = &mut *guard;
         match &mut s.phase {
             Phase::Judging(w) => {
-                let start = Instant::now();
+                let start = ThreadClock::now();
                 if let Some(judgement) = self.record(w, op) {
                     let lengths = w.lengths();
                     self.decide(s, judgement, lengths);
