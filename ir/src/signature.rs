@@ -26,34 +26,14 @@ impl OpSignature {
 
     /// One line: `NumericFloat/Add F32 [16,256,257] [16,256,257] [16,256,257]`.
     pub fn to_line(&self) -> String {
-        let shapes: Vec<String> = self
-            .shapes
-            .iter()
-            .map(|s| format!("[{}]", s.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(",")))
-            .collect();
-        format!("{} {} {}", self.kind, self.dtype, shapes.join(" ")).trim_end().to_string()
+        write_line(self.kind.clone(), &self.dtype, self.shapes.iter().map(|s| s.as_slice()))
     }
 
-    /// `OpSignature::of(op).to_line()` written straight into one string (the op-stream watch
-    /// formats one line per registered operation while it judges).
+    /// `OpSignature::of(op).to_line()` without building the signature (the op-stream watch
+    /// writes one line per registered operation while it judges).
     pub fn line_of(op: &OperationIr) -> String {
-        use std::fmt::Write;
         let nodes = op.nodes();
-        let mut line = kind_of(op);
-        line.push(' ');
-        if let Some(first) = nodes.first() {
-            let _ = write!(line, "{:?}", first.dtype);
-        }
-        line.push(' ');
-        for (k, node) in nodes.iter().enumerate() {
-            line.push_str(if k == 0 { "[" } else { " [" });
-            for (j, d) in node.shape.iter().enumerate() {
-                let _ = if j == 0 { write!(line, "{d}") } else { write!(line, ",{d}") };
-            }
-            line.push(']');
-        }
-        line.truncate(line.trim_end().len());
-        line
+        write_line(kind_of(op), &DtypeOf(nodes.first().copied()), nodes.iter().map(|n| &n.shape[..]))
     }
 
     /// Whether no fuser of Burn 0.22.1 ever takes this operation into a fused block
@@ -66,6 +46,31 @@ impl OpSignature {
     /// Whether this is a `Drop`.
     pub fn is_drop(&self) -> bool {
         self.kind == "Drop"
+    }
+}
+
+/// The signature line after `kind`: ` <dtype> [d,d] [d]`, trailing spaces trimmed (an
+/// operation without tensors has neither).
+fn write_line<'a>(mut line: String, dtype: &dyn std::fmt::Display, shapes: impl Iterator<Item = &'a [usize]>) -> String {
+    use std::fmt::Write;
+    let _ = write!(line, " {dtype} ");
+    for (k, shape) in shapes.enumerate() {
+        line.push_str(if k == 0 { "[" } else { " [" });
+        for (j, d) in shape.iter().enumerate() {
+            let _ = if j == 0 { write!(line, "{d}") } else { write!(line, ",{d}") };
+        }
+        line.push(']');
+    }
+    line.truncate(line.trim_end().len());
+    line
+}
+
+/// A tensor's dtype as its Debug form (`F32`), nothing without a tensor.
+struct DtypeOf<'a>(Option<&'a burn_ir::TensorIr>);
+
+impl std::fmt::Display for DtypeOf<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.map_or(Ok(()), |t| write!(f, "{:?}", t.dtype))
     }
 }
 
