@@ -20,9 +20,10 @@
 #   widths:<model>:<regime>:<reps>
 #                              one process per beam width (burn.toml max_blocks in $WIDTHS, default
 #                              "5 1 2 3 8"), order rotated each rep, blazec run with $WIDTH_STEPS timed steps
-#   planrun:<model>:<regime>:<pairs>
+#   planrun:<model>:<regime>:<pairs>[:<batch>]
 #                              blazec run without and with the plan $PLAN (default: the plan this call's
-#                              tune stage wrote for <model>.<regime>, else the shipped plans/<model>.<regime>.h200.ron)
+#                              tune stage wrote for <model>.<regime>[.b<batch>], else that file under
+#                              $PLAN_DIR, else the shipped plans/<model>.<regime>.h200.ron)
 #                              (order alternating), a
 #                              fresh process each, $WIDTH_STEPS timed steps: is the plan applied, does
 #                              its advantage hold in a process of its own
@@ -144,15 +145,20 @@ for stage in ${STAGES:-}; do
         pack
       done ;;
     planrun)
-      plan_file=${PLAN:+$REPO/$PLAN}; [ -z "$plan_file" ] && plan_file=$R/plans/$a.$b.ron
+      # c = <pairs>[:<batch>]; with a batch, files are named <model>-<regime>-b<batch>-...
+      pairs=${c%%:*}; batch=""; id=$a.$b; tag=$a-$b
+      [ "$c" != "$pairs" ] && { batch="--batch ${c#*:}"; id=$a.$b.b${c#*:}; tag=$a-$b-b${c#*:}; }
+      plan_file=${PLAN:+$REPO/$PLAN}; [ -z "$plan_file" ] && plan_file=$R/plans/$id.ron
+      # A fresh machine has no earlier call's plans: $PLAN_DIR (in the checkout) holds them.
+      [ -z "${PLAN:-}" ] && [ ! -f "$plan_file" ] && [ -n "${PLAN_DIR:-}" ] && plan_file=$REPO/$PLAN_DIR/$id.ron
       [ -z "${PLAN:-}" ] && [ ! -f "$plan_file" ] && plan_file=$REPO/plans/$a.$b.h200.ron
       [ -f "$plan_file" ] || { echo "planrun: no plan $plan_file" >> $R/stages.txt; continue; }
-      echo "planrun $a.$b: plan ${plan_file#$REPO/}" >> $R/stages.txt
-      for rep in $(seq 1 ${c:-3}); do
+      echo "planrun $id: plan ${plan_file#$REPO/}" >> $R/stages.txt
+      for rep in $(seq 1 ${pairs:-3}); do
         order="burn plan"; [ $((rep % 2)) -eq 0 ] && order="plan burn"
         for v in $order; do
-          name=planrun-$v-$rep; extra=""; [ $v = plan ] && extra="--plan $plan_file"
-          timed 120 /tmp/blazec run $a --regime $b --warmup 3 --steps ${WIDTH_STEPS:-200} $extra > $R/planrun-$a-$b-$v-$rep.txt 2>&1
+          name=planrun-$tag-$v-$rep; extra=""; [ $v = plan ] && extra="--plan $plan_file"
+          timed 120 /tmp/blazec run $a --regime $b $batch --warmup 3 --steps ${WIDTH_STEPS:-200} $extra > $R/planrun-$tag-$v-$rep.txt 2>&1
         done
       done ;;
     overhead)
