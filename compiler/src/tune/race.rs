@@ -310,12 +310,19 @@ fn rotated(racing: &[usize], round: u32) -> Vec<usize> {
 
 /// `ln(candidate / burn)` for every round where both were visited.
 fn log_ratios(rounds: &[Vec<(usize, f64)>], id: usize) -> Vec<f64> {
+    log_ratios_against(rounds, id, BURN)
+}
+
+/// `ln(candidate / reference)` for every round where both were visited: any two entrants of a
+/// race are paired by round as each is with Burn's plan (`blazec table` pairs the kept plan
+/// with fusion off this way).
+pub fn log_ratios_against(rounds: &[Vec<(usize, f64)>], id: usize, reference: usize) -> Vec<f64> {
     rounds
         .iter()
         .filter_map(|r| {
-            let burn = r.iter().find(|v| v.0 == BURN)?.1;
+            let base = r.iter().find(|v| v.0 == reference)?.1;
             let c = r.iter().find(|v| v.0 == id)?.1;
-            Some((c / burn).ln())
+            Some((c / base).ln())
         })
         .collect()
 }
@@ -397,6 +404,18 @@ mod tests {
 
     fn run(fake: &mut Fake, ids: &[usize], rules: &RaceRules) -> Race {
         race(&entrants(ids), fake, rules, |_, _| {}).unwrap()
+    }
+
+    #[test]
+    fn any_two_entrants_pair_by_round_and_rounds_missing_either_are_skipped() {
+        // Round 2 did not visit entrant 3 (dropped), round 3 did not visit entrant 5.
+        let rounds = vec![vec![(BURN, 10.0), (3, 9.0), (5, 12.0)], vec![(BURN, 10.0), (5, 11.0)], vec![(BURN, 20.0), (3, 16.0)]];
+        let d = log_ratios_against(&rounds, 3, 5);
+        assert_eq!(d.len(), 1);
+        assert!((d[0] - (9.0f64 / 12.0).ln()).abs() < 1e-12);
+        let against_burn = log_ratios(&rounds, 3);
+        assert_eq!(against_burn.len(), 2);
+        assert!((against_burn[1] - (0.8f64).ln()).abs() < 1e-12);
     }
 
     #[test]
