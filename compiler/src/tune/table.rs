@@ -112,27 +112,20 @@ impl AgainstStock {
 }
 
 fn against_stock(r: &TuneResult) -> AgainstStock {
-    let fusion_off = best(r, Kind::FusionOff).filter(|t| t.standing.as_ref().is_some_and(|s| s.ratio < 1.0));
-    let kept = r.timed.iter().find(|t| t.id == r.selected).filter(|t| kind_of(&t.cuts) != Kind::Burn);
-    let kept_standing = kept.and_then(|t| t.standing.as_ref());
-    match (fusion_off, kept, kept_standing) {
-        (None, _, Some(s)) => AgainstStock { ratio: s.ratio, at_most: Some(s.hi), fusion_off_best: false },
-        (None, _, None) => AgainstStock { ratio: 1.0, at_most: None, fusion_off_best: false },
-        (Some(off), kept, standing) => {
-            // Burn's plan kept: its own visits against fusion off's.
-            let (id, level) = match (kept, standing) {
-                (Some(k), Some(s)) => (k.id, s.level),
-                _ => (BURN, off.standing.as_ref().map_or(0.05, |s| s.level)),
-            };
-            let d = r.race.as_ref().map(|race| log_ratios_against(&race.rounds, id, off.id)).unwrap_or_default();
-            let quotient = standing.map_or(1.0, |s| s.ratio) / off.standing.as_ref().unwrap().ratio;
-            if d.is_empty() {
-                return AgainstStock { ratio: quotient, at_most: None, fusion_off_best: true };
-            }
-            let (_, hi) = median_interval(&d, level);
-            AgainstStock { ratio: median(&d).exp(), at_most: Some(hi.exp()), fusion_off_best: true }
-        }
+    let kept = r.timed.iter().find(|t| t.id == r.selected && kind_of(&t.cuts) != Kind::Burn).and_then(|t| Some((t.id, t.standing.as_ref()?)));
+    let Some(off) = best(r, Kind::FusionOff).and_then(|t| Some((t.id, t.standing.as_ref()?))).filter(|(_, s)| s.ratio < 1.0) else {
+        return AgainstStock { ratio: kept.map_or(1.0, |(_, s)| s.ratio), at_most: kept.map(|(_, s)| s.hi), fusion_off_best: false };
+    };
+    // Fusion off is the faster stock setting: the kept plan (or Burn's, when it was kept)
+    // paired with fusion off round by round, at the kept plan's error rate.
+    let (id, level) = kept.map_or((BURN, off.1.level), |(id, s)| (id, s.level));
+    let d = r.race.as_ref().map(|race| log_ratios_against(&race.rounds, id, off.0)).unwrap_or_default();
+    if d.is_empty() {
+        // No raw visits (an older results file): the quotient of the two point estimates.
+        return AgainstStock { ratio: kept.map_or(1.0, |(_, s)| s.ratio) / off.1.ratio, at_most: None, fusion_off_best: true };
     }
+    let (_, hi) = median_interval(&d, level);
+    AgainstStock { ratio: median(&d).exp(), at_most: Some(hi.exp()), fusion_off_best: true }
 }
 
 /// The workload a results file belongs to: its model name without the shape suffix that a
@@ -150,11 +143,10 @@ pub fn workload_of(model: &str) -> &str {
 /// Issue 10's goal, per workload: its best row (lowest kept / best stock by the point
 /// estimate) and whether some row of it is at least 5 % faster, by the point estimate and by
 /// the upper end of the interval.
-pub fn goal(results: &[TuneResult]) -> String {
-    struct Best<'a> { workload: &'a str, row: &'a TuneResult, against: AgainstStock, sure: bool }
+fn goal(results: &[(TuneResult, AgainstStock)]) -> String {
+    struct Best<'a> { workload: &'a str, row: &'a TuneResult, against: &'a AgainstStock, sure: bool }
     let mut best: Vec<Best> = Vec::new();
-    for r in results {
-        let against = against_stock(r);
+    for (r, against) in results {
         let sure = against.at_most.is_some_and(|hi| hi <= 0.95);
         let workload = workload_of(&r.model);
         match best.iter_mut().find(|b| b.workload == workload) {
@@ -183,8 +175,8 @@ fn break_even(b: Option<(f64, f64)>) -> String {
     b.map_or("none".into(), |(steps, minutes)| format!("{steps:.0} steps ({minutes:.1} min)"))
 }
 
-/// One markdown row.
-pub fn row(r: &TuneResult) -> String {
+/// One markdown row; `against` is [`against_stock`] of `r`.
+fn row(r: &TuneResult, against: &AgainstStock) -> String {
     let burn = r.timed.iter().find(|t| kind_of(&t.cuts) == Kind::Burn);
     let burn_ms = burn.map_or("–".into(), |t| format!("{:.2} ({:.2})", t.summary.median, t.summary.p75 - t.summary.p25));
     let cell = |kind: Kind| best(r, kind).map_or("–".to_string(), |t| ratio_cell(t, kind != Kind::FusionOff));
@@ -200,7 +192,7 @@ pub fn row(r: &TuneResult) -> String {
         cell(Kind::Cuts),
         processes_cell(r),
         kept(r),
-        against_stock(r).cell(),
+        against.cell(),
         if stop.is_empty() { "–".into() } else { stop },
         r.trace_s,
         r.window_s,
@@ -223,8 +215,9 @@ pub fn table(paths: &[impl AsRef<Path>]) -> anyhow::Result<String> {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let r: TuneResult = ron::from_str(&text).with_context(|| format!("{} is not a tune results file", path.display()))?;
         out.push_str(&format!("{}: {} {} on {} ({}), commit {}, {}, {}\n", path.display(), r.model, r.regime, r.device.adapter, r.device.compiler, r.commit, r.date, r.protocol));
-        rows.push(row(&r));
-        results.push(r);
+        let against = against_stock(&r);
+        rows.push(row(&r, &against));
+        results.push((r, against));
     }
     out.push('\n');
     out.push_str(HEADER);
