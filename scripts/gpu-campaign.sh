@@ -17,7 +17,7 @@
 #   doctor:<model>:<regime>    blazec doctor at the default tolerance (at most $MAX_PROBES probes)
 #   fault:<model>:<op>         blazec doctor (training) with the test-only fault at <op> (BLAZE_INJECT_FUSED_FAULT),
 #                              then blazec verify of a plan (every 4th live cut) faulted at <op>:plans
-#   widths:<model>:<regime>:<reps>
+#   widths:<model>:<regime>:<reps>[:<batch>]
 #                              one process per beam width (burn.toml max_blocks in $WIDTHS, default
 #                              "5 1 2 3 8"), order rotated each rep, blazec run with $WIDTH_STEPS timed steps
 #   planrun:<model>:<regime>:<pairs>[:<batch>]
@@ -133,14 +133,16 @@ for stage in ${STAGES:-}; do
         --every-live 4 > $R/verify-fault-$a-op$b.txt 2>&1
       name=sound-verify; timed 200 /tmp/blazec verify --trace $R/trace-$a.ron --every-live 4 > $R/verify-sound-$a.txt 2>&1 ;;
     widths)
-      ws=(${WIDTHS:-5 1 2 3 8})
-      for rep in $(seq 1 ${c:-3}); do
+      # c = <reps>[:<batch>]; with a batch, files are named width-<model>-b<batch>-w<W>-<rep>.txt
+      ws=(${WIDTHS:-5 1 2 3 8}); reps=${c%%:*}; batch=""; tag=$a
+      [ -n "$c" ] && [ "$c" != "$reps" ] && { batch="--batch ${c#*:}"; tag=$a-b${c#*:}; }
+      for rep in $(seq 1 ${reps:-3}); do
         for i in $(seq 0 $(( ${#ws[@]} - 1 ))); do
           w=${ws[$(( (i + rep - 1) % ${#ws[@]} ))]}
           mkdir -p /tmp/width-$w && printf '[fusion.beam_search]\nmax_blocks = %s\n' $w > /tmp/width-$w/burn.toml
           name=width-$w-$rep
-          (cd /tmp/width-$w && timed 120 /tmp/blazec run $a --regime $b --warmup 3 --steps ${WIDTH_STEPS:-200} \
-            > $R/width-$a-w$w-$rep.txt 2>&1)
+          (cd /tmp/width-$w && timed 120 /tmp/blazec run $a --regime $b $batch --warmup 3 --steps ${WIDTH_STEPS:-200} \
+            > $R/width-$tag-w$w-$rep.txt 2>&1)
         done
         pack
       done ;;
