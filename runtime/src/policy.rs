@@ -11,13 +11,17 @@ pub struct CutSet {
     cuts: BTreeSet<u64>,
     /// Beam width of Burn's search under this policy (`None`: Burn's configured one).
     max_blocks: Option<usize>,
+    /// Plans replay only at the step position they were explored at (see
+    /// `burn_fusion::cut::CutPolicy::tags_plans`): set where a cut is asked by position (a cut
+    /// set, the explore probe); a beam width alone aliases plans as Burn does.
+    tags_plans: bool,
     explored: Mutex<BTreeSet<u64>>,
     calls: AtomicU64,
 }
 
 impl CutSet {
     pub fn new(cuts: &[BoundaryId]) -> Self {
-        Self { cuts: cuts.iter().map(|c| c.0).collect(), ..Default::default() }
+        Self { cuts: cuts.iter().map(|c| c.0).collect(), tags_plans: !cuts.is_empty(), ..Default::default() }
     }
 
     /// Operations (step-relative index) Burn explored while this policy was installed.
@@ -40,6 +44,10 @@ impl CutPolicy for CutSet {
 
     fn max_blocks(&self) -> Option<usize> {
         self.max_blocks
+    }
+
+    fn tags_plans(&self) -> bool {
+        self.tags_plans
     }
 }
 
@@ -70,7 +78,8 @@ pub fn activate_explore_probe() -> Arc<CutSet> {
 /// makes at that width (each width its own even store key, never a cut set's or the
 /// fusion-off arm's).
 pub fn activate_explore_probe_with(max_blocks: Option<u32>) -> Arc<CutSet> {
-    let policy = Arc::new(CutSet { max_blocks: max_blocks.map(|n| n as usize), ..CutSet::new(&[]) });
+    // The probe must see every position Burn explores, as under a cut plan: tagged.
+    let policy = Arc::new(CutSet { max_blocks: max_blocks.map(|n| n as usize), tags_plans: true, ..CutSet::new(&[]) });
     let key = max_blocks.map_or(EXPLORE_PROBE_KEY, |n| UNFUSED_KEY + 2 * u64::from(n));
     burn_fusion::cut::install(Some(policy.clone()), key);
     policy
