@@ -93,6 +93,12 @@ timed() {
   timeout $limit "$@"
   echo "$name exit $? wall_ms $(( ($(date +%s%N) - s) / 1000000 )) limit_s $limit" >> $R/times.txt
 }
+# Splits a stage's "<count>[:<batch>]" field: sets $count, $batch ("--batch B" or empty) and
+# $bsuffix ("-bB" or empty, for file names).
+count_and_batch() {
+  count=${1%%:*}; batch=""; bsuffix=""
+  [ -n "$1" ] && [ "$1" != "$count" ] && { batch="--batch ${1#*:}"; bsuffix="-b${1#*:}"; }
+}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv > $R/gpu.txt 2>&1
 date -u +%FT%TZ > $R/date.txt
 for stage in ${STAGES:-}; do
@@ -134,9 +140,8 @@ for stage in ${STAGES:-}; do
       name=sound-verify; timed 200 /tmp/blazec verify --trace $R/trace-$a.ron --every-live 4 > $R/verify-sound-$a.txt 2>&1 ;;
     widths)
       # c = <reps>[:<batch>]; with a batch, files are named width-<model>-b<batch>-w<W>-<rep>.txt
-      ws=(${WIDTHS:-5 1 2 3 8}); reps=${c%%:*}; batch=""; tag=$a
-      [ -n "$c" ] && [ "$c" != "$reps" ] && { batch="--batch ${c#*:}"; tag=$a-b${c#*:}; }
-      for rep in $(seq 1 ${reps:-3}); do
+      ws=(${WIDTHS:-5 1 2 3 8}); count_and_batch "$c"; tag=$a$bsuffix
+      for rep in $(seq 1 ${count:-3}); do
         for i in $(seq 0 $(( ${#ws[@]} - 1 ))); do
           w=${ws[$(( (i + rep - 1) % ${#ws[@]} ))]}
           mkdir -p /tmp/width-$w && printf '[fusion.beam_search]\nmax_blocks = %s\n' $w > /tmp/width-$w/burn.toml
@@ -148,15 +153,14 @@ for stage in ${STAGES:-}; do
       done ;;
     planrun)
       # c = <pairs>[:<batch>]; with a batch, files are named <model>-<regime>-b<batch>-...
-      pairs=${c%%:*}; batch=""; id=$a.$b; tag=$a-$b
-      [ "$c" != "$pairs" ] && { batch="--batch ${c#*:}"; id=$a.$b.b${c#*:}; tag=$a-$b-b${c#*:}; }
+      count_and_batch "$c"; id=$a.$b${bsuffix/-/.}; tag=$a-$b$bsuffix
       plan_file=${PLAN:+$REPO/$PLAN}; [ -z "$plan_file" ] && plan_file=$R/plans/$id.ron
       # A fresh machine has no earlier call's plans: $PLAN_DIR (in the checkout) holds them.
       [ -z "${PLAN:-}" ] && [ ! -f "$plan_file" ] && [ -n "${PLAN_DIR:-}" ] && plan_file=$REPO/$PLAN_DIR/$id.ron
       [ -z "${PLAN:-}" ] && [ ! -f "$plan_file" ] && plan_file=$REPO/plans/$a.$b.h200.ron
       [ -f "$plan_file" ] || { echo "planrun: no plan $plan_file" >> $R/stages.txt; continue; }
       echo "planrun $id: plan ${plan_file#$REPO/}" >> $R/stages.txt
-      for rep in $(seq 1 ${pairs:-3}); do
+      for rep in $(seq 1 ${count:-3}); do
         order="burn plan"; [ $((rep % 2)) -eq 0 ] && order="plan burn"
         for v in $order; do
           name=planrun-$tag-$v-$rep; extra=""; [ $v = plan ] && extra="--plan $plan_file"
