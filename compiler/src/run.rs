@@ -3,7 +3,7 @@ use crate::catalog::{ModelArgs, Resolver, resolve_model};
 use crate::files::{to_ron, write_atomic};
 use crate::runner::{Loaded, contract_of, run_loaded};
 use crate::session::Settle;
-use blaze_runtime::{load_bundle, load_plan};
+use blaze_runtime::{LoadOutcome, load_bundle, load_plan, preset_submission_batch};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -40,14 +40,20 @@ pub struct RunArgs {
 
 pub fn run(resolve: &Resolver, args: &RunArgs) -> anyhow::Result<()> {
     let factory = resolve_model(resolve, &args.model)?;
-    // A bundle's autotune decisions go into CubeCL's cache before the first tensor operation
-    // (building the model runs some), as `blaze_burn::init` does.
+    // Before the first tensor operation (building the model runs some and starts the device,
+    // when CubeCL reads the submission batch): a bundle's autotune decisions and its one-call
+    // start-up, as `blaze_burn::init` does, and a plan's submission batch.
+    let device = blaze_burn::device_info();
     if let Some(bundle) = &args.bundle {
-        blaze_burn::seed_autotune(bundle, &blaze_burn::device_info());
+        blaze_burn::seed_autotune(bundle, &device);
     }
+    let bundled = args.bundle.as_ref().map(|p| load_bundle(p, &device));
+    let preset = args.plan.as_ref().and_then(|p| preset_submission_batch(p, &device));
     let mut model = factory.build(args.model.regime).map_err(anyhow::Error::msg)?;
     let planned = args.plan.as_ref().map(|p| load_plan(p, &contract_of(model.as_ref(), "")));
-    let bundled = args.bundle.as_ref().map(|p| load_bundle(p, &model.describe().device));
+    if let (Some(n), Some(LoadOutcome::Fallback(_))) = (preset, &planned) {
+        eprintln!("{}", blaze_runtime::settings::preset_kept_note(n));
+    }
     let loaded = match (&planned, &bundled) {
         (Some(p), _) => Some(Loaded::Plan(p)),
         (_, Some(b)) => Some(Loaded::Bundle(b)),

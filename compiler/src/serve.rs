@@ -18,7 +18,7 @@ use crate::runner::contract_of;
 use crate::session::{Settle, settle};
 use crate::tune::measure::{median_step_ms, visit_block};
 use blaze_runtime::watch::OpStreamCheck;
-use blaze_runtime::{LoadOutcome, load_plan};
+use blaze_runtime::{LoadOutcome, load_plan, preset_submission_batch};
 use clap::Args;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -46,6 +46,11 @@ pub struct ServeArgs {
 pub fn serve(resolve: &Resolver, args: &ServeArgs) -> anyhow::Result<()> {
     let begun = Instant::now();
     let factory = resolve_model(resolve, &args.model)?;
+    // The plan's submission batch before building the model starts the device (CubeCL reads it
+    // then); a fallback below ends this server anyway.
+    if let Some(p) = &args.plan {
+        preset_submission_batch(p, &blaze_burn::device_info());
+    }
     let mut model = factory.build(args.model.regime).map_err(anyhow::Error::msg)?;
     let built_s = begun.elapsed().as_secs_f64();
     let loaded = args.plan.as_ref().map(|p| load_plan(p, &contract_of(model.as_ref(), "")));

@@ -109,10 +109,31 @@ fn start_watch(entries: Vec<PlanFile>) -> BundleHandle {
 /// every entry for this device agrees on them; otherwise the program keeps its own, and a note
 /// says so. The beam width is per entry and goes with its cuts.
 fn apply_shared_settings(entries: &[PlanFile]) -> Vec<String> {
+    match shared_max_tasks(entries) {
+        Ok(Some(n)) => crate::settings::apply(&Settings { max_tasks: Some(n), max_blocks: None }),
+        Ok(None) => Vec::new(),
+        Err(()) => vec!["note: blaze: the bundle's entries for this device ask for different max_tasks; CubeCL reads it once per process, so this program keeps its own".into()],
+    }
+}
+
+/// The submission batch every entry sets (`Ok(None)`: none sets one; `Err`: they differ).
+fn shared_max_tasks(entries: &[PlanFile]) -> Result<Option<u32>, ()> {
     let tasks: std::collections::BTreeSet<Option<u32>> = entries.iter().map(|p| p.settings.max_tasks).collect();
     match tasks.into_iter().collect::<Vec<_>>().as_slice() {
-        [Some(n)] => crate::settings::apply(&Settings { max_tasks: Some(*n), max_blocks: None }),
-        [None] => Vec::new(),
-        _ => vec!["note: blaze: the bundle's entries for this device ask for different max_tasks; CubeCL reads it once per process, so this program keeps its own".into()],
+        [one] => Ok(*one),
+        _ => Err(()),
     }
+}
+
+/// Sets the submission batch of the plan file or bundle at `path` before the device starts, for
+/// a program that can check a plan against its model only after building the model, which
+/// starts the device (blazec's `run` and `serve`: the contract comes from the built model, and
+/// CubeCL reads `CUBECL_WGPU_MAX_TASKS` once, when the device starts, so [`crate::load_plan`]
+/// afterwards would set it too late and without effect). Only the entries made for `device` and
+/// this Burn count, and only a batch they all agree on; a program's own value is left alone
+/// (the load then says which wins). Prints nothing; returns the value it set.
+pub fn preset_submission_batch(path: impl AsRef<Path>, device: &DeviceInfo) -> Option<u32> {
+    let entries = Bundle::read(path.as_ref()).and_then(|b| entries_for(b, device)).ok()?;
+    let planned = shared_max_tasks(&entries).ok()??;
+    crate::settings::set_max_tasks_unless_set(planned).then_some(planned)
 }

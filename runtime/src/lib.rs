@@ -30,7 +30,7 @@ mod thread_clock;
 pub mod watch;
 
 pub use model::{Description, Model, ModelFactory, StepOutput};
-pub use init::{BundleHandle, load_bundle};
+pub use init::{BundleHandle, load_bundle, preset_submission_batch};
 pub use load::{LoadOutcome, PlanHandle, fallback_warning, load_plan, load_plan_text};
 pub use policy::{CutSet, EXPLORE_PROBE_KEY, UNFUSED_KEY, Unfused, activate, activate_burn_default, activate_with, activate_explore_probe, activate_explore_probe_with, activate_unfused};
 pub use block_timer::{BlockTimer, BlockTimerGuard};

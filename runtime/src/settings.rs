@@ -36,10 +36,7 @@ fn apply_max_tasks(planned: u32, program: Option<String>) -> Option<String> {
             "note: blaze: {MAX_TASKS_ENV}={v} set by this program wins over the plan's max_tasks = {planned} (the plan was measured with {planned}); unset it to use the plan's"
         )),
         None => {
-            // SAFETY: `load_plan` is documented as a start-up call, made before the program
-            // starts threads that read the environment; CubeCL reads the variable only when the
-            // device starts, which must come after this call for the setting to apply.
-            unsafe { std::env::set_var(MAX_TASKS_ENV, planned.to_string()) };
+            set_max_tasks_unless_set(planned);
             if burn_fusion::cut::syncs() > 0 {
                 return Some(format!(
                     "warning: blaze: the plan's max_tasks = {planned} was loaded after the device had run work; it applies only if load_plan runs before the first tensor operation"
@@ -48,6 +45,27 @@ fn apply_max_tasks(planned: u32, program: Option<String>) -> Option<String> {
             None
         }
     }
+}
+
+/// Sets `CUBECL_WGPU_MAX_TASKS` to `planned` unless the program has set it; true if it did.
+pub(crate) fn set_max_tasks_unless_set(planned: u32) -> bool {
+    if std::env::var_os(MAX_TASKS_ENV).is_some() {
+        return false;
+    }
+    // SAFETY: called from the start-up calls (`load_plan`, `load_bundle`,
+    // `preset_submission_batch`), documented as made before the program starts threads that read
+    // the environment; CubeCL reads the variable only when the device starts, which must come
+    // after this call for the setting to apply.
+    unsafe { std::env::set_var(MAX_TASKS_ENV, planned.to_string()) };
+    true
+}
+
+/// Said (besides the fallback warning) when a submission batch set at start-up by [`crate::preset_submission_batch`] stays in
+/// force although the plan it came from did not load.
+pub fn preset_kept_note(planned: u32) -> String {
+    format!(
+        "note: blaze: the plan's max_tasks = {planned} was set at start-up, before the plan could be checked against the model, and stays in force in this process (CubeCL read it when the device started); the rest of the plan did not load"
+    )
 }
 
 #[cfg(test)]
