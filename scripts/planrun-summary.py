@@ -77,7 +77,7 @@ def main():
     print("| workload | regime | plan: applied | Burn's partition: blocks (fused) | plan's partition | Burn floors ms | plan floors ms | "
           "plan / Burn, floors | plan / Burn, medians | per pair (floors) | advantage holds |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for key in sorted(runs):
+    for key in sorted(runs, key=lambda k: tuple("" if x is None else x for x in k)):  # batch None sorts first
         row = summarise(key, runs[key])
         if row:
             print(row)
