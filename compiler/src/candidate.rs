@@ -80,7 +80,7 @@ mod tests {
 
     #[test]
     fn text_round_trips() {
-        let wide = Settings { max_blocks: Some(8), max_tasks: None };
+        let wide = Settings::beam_width(Some(8));
         for c in [
             Candidate::new(0, vec![]),
             Candidate::fusion_off(3),

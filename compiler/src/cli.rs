@@ -79,6 +79,12 @@ enum Command {
         /// runtime when it loads the plan. Makes a version-2 plan.
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..=blaze_ir::plan::MAX_SETTING as i64))]
         max_tasks: Option<u32>,
+        /// How Burn caches the plans it explores under this plan: `shared` (one per distinct
+        /// segment, Burn's own store; not with cuts) or `position` (one per step position, what
+        /// a plan with cuts does anyway). Default: by position with cuts, shared without. Makes
+        /// a version-3 plan.
+        #[arg(long, value_parser = parse_store)]
+        store: Option<blaze_ir::plan::PlanStore>,
         #[arg(short, long)]
         output: PathBuf,
         /// Also add the plan to this bundle (replacing the entry for the same device, Burn
@@ -350,14 +356,14 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             println!("{}", tracing::summary(&trace));
             Ok(())
         }
-        Command::Plan { trace, cuts, every_live, max_blocks, max_tasks, output, bundle, autotune_cache } => {
+        Command::Plan { trace, cuts, every_live, max_blocks, max_tasks, store, output, bundle, autotune_cache } => {
             let trace = read_trace(&trace)?;
             let cuts = match every_live {
                 Some(k) => trace.live_cut_points().into_iter().step_by(k.max(1)).collect(),
                 None => cuts,
             };
             // The trace's width (a trace made with --max-blocks) unless the command gives one.
-            let plan = trace.plan(cuts).with_settings(blaze_ir::plan::Settings { max_blocks: max_blocks.or(trace.max_blocks), max_tasks });
+            let plan = trace.plan(cuts).with_settings(blaze_ir::plan::Settings { max_blocks: max_blocks.or(trace.max_blocks), max_tasks, store });
             plan.validate()?;
             crate::files::write_atomic(&output, &plan.to_ron())?;
             let settings = if plan.settings.is_default() { String::new() } else { format!(", settings {}", plan.settings.to_text()) };
@@ -532,4 +538,11 @@ mod tests {
         unique.dedup();
         assert_eq!(unique.len(), abouts.len(), "two commands share a help text");
     }
+}
+
+/// `--store shared|position`, read as a plan's text form reads it.
+fn parse_store(value: &str) -> Result<blaze_ir::plan::PlanStore, String> {
+    let mut settings = blaze_ir::plan::Settings::default();
+    settings.read_word(&format!("store={value}"))?;
+    settings.store.ok_or_else(|| format!("`{value}`: expected shared or position"))
 }

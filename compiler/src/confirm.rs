@@ -31,7 +31,7 @@ pub fn install(candidate: &Candidate) {
     } else if candidate.is_burn() {
         activate_burn_default();
     } else {
-        activate_with(&candidate.cuts, candidate.settings.max_blocks);
+        activate_with(&candidate.cuts, &candidate.settings);
     }
 }
 
@@ -50,10 +50,17 @@ pub fn executed_partitions(model: &mut dyn Model, candidates: &[&Candidate], mut
 
 /// Candidates grouped by executed fingerprint, groups in first-seen order.
 pub fn group_by_fingerprint(ids: &[usize], partitions: &[ExecutedPartition]) -> Vec<Vec<usize>> {
+    let keys: Vec<String> = partitions.iter().map(|p| p.fingerprint()).collect();
+    group_by_key(ids, &keys)
+}
+
+/// Groups ids by key (first-seen order), e.g. executed partition plus what else sets a plan
+/// apart at equal kernels.
+pub fn group_by_key(ids: &[usize], keys: &[String]) -> Vec<Vec<usize>> {
     let mut index: BTreeMap<String, usize> = BTreeMap::new();
     let mut groups: Vec<Vec<usize>> = Vec::new();
-    for (id, p) in ids.iter().zip(partitions) {
-        let fp = p.fingerprint();
+    for (id, fp) in ids.iter().zip(keys) {
+        let fp = fp.clone();
         match index.get(&fp) {
             Some(&g) => groups[g].push(*id),
             None => {

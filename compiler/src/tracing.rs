@@ -42,7 +42,7 @@ pub fn trace(factory: &dyn ModelFactory, opts: &TraceOptions) -> Result<Trace, T
     let mut model = factory.build(opts.regime).map_err(TraceError::Build)?;
     match opts.max_blocks {
         None => drop(activate_burn_default()),
-        Some(width) => drop(activate_with(&[], Some(width))),
+        Some(width) => drop(activate_with(&[], &blaze_ir::plan::Settings::beam_width(Some(width)))),
     }
     warm_up(model.as_mut(), opts.warmup);
     let (step, _) = record_step(model.as_mut(), false);

@@ -80,6 +80,12 @@ pub struct TuneArgs {
     /// Burn's partition is collapsed before timing.
     #[arg(long, default_value = "1,2,3,8", value_parser = parse_widths)]
     pub max_blocks: Widths,
+    /// Also race each beam width with its plans cached by step position (`store=position`, plan
+    /// format version 3) beside the same width cached as Burn's store caches: the same kernels,
+    /// other host work per block (on the H200 a width-8 plan of lstm-h256 training ran at
+    /// 120-140 ms cached by position against 111 ms shared, in fresh processes).
+    #[arg(long)]
+    pub by_position: bool,
     /// Cut candidates per beam width: the model is traced again under each width and cuts
     /// are enumerated over that (richer or poorer) partition's live cut points. 0: cuts only
     /// over Burn's default partition.
@@ -212,6 +218,7 @@ fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path
         greedy: args.greedy.map(|n| (n, args.greedy_max_rounds)),
         broken: journal::broken_from_env(),
         max_blocks: args.max_blocks.0.clone(),
+        by_position: args.by_position,
         cuts_per_width: args.cuts_per_width,
         classes: args.classes,
     };

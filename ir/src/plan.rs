@@ -11,9 +11,10 @@ use crate::boundary::BoundaryId;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
-/// The version this crate writes. Version 2 added [`Settings`]; a version-1 file reads as a
-/// plan with Burn's own settings.
-pub const FORMAT_VERSION: u32 = 2;
+/// The version this crate writes. Version 2 added [`Settings`] (a version-1 file reads as a
+/// plan with Burn's own settings); version 3 added [`Settings::store`] (a version-2 file reads
+/// as a plan whose store is the default for its cuts).
+pub const FORMAT_VERSION: u32 = 3;
 /// The oldest version this crate reads.
 pub const OLDEST_READABLE: u32 = 1;
 
@@ -103,6 +104,31 @@ pub struct Settings {
     /// the device starts, so per process: the runtime sets it at load, before the first tensor.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tasks: Option<u32>,
+    /// How the plans explored under this plan are cached (version 3 on); absent: by position
+    /// when the plan has cuts, shared when it has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<PlanStore>,
+}
+
+/// How Burn's fuser caches the plans it explores under a plan (burn-fusion's plan store).
+/// The choice changes no kernel, only the host's work per block: how many plans the store
+/// holds and how a segment finds its plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum PlanStore {
+    /// One plan per distinct segment, replayed wherever the segment repeats (Burn's own store).
+    /// Not possible with cuts: a cut names a step position.
+    Shared,
+    /// One plan per step position it was explored at (what every plan with cuts does).
+    ByPosition,
+}
+
+impl PlanStore {
+    fn word(self) -> &'static str {
+        match self {
+            PlanStore::Shared => "shared",
+            PlanStore::ByPosition => "position",
+        }
+    }
 }
 
 impl Settings {
@@ -112,10 +138,10 @@ impl Settings {
 
     /// Burn's search at beam width `max_blocks` (`None`: Burn's configured one), nothing else.
     pub fn beam_width(max_blocks: Option<u32>) -> Self {
-        Self { max_blocks, max_tasks: None }
+        Self { max_blocks, ..Self::default() }
     }
 
-    /// Text form: `burn` for none, else `blocks=2 tasks=16` (the parts that are set).
+    /// Text form: `burn` for none, else `blocks=2 tasks=16 store=position` (the parts that are set).
     pub fn to_text(&self) -> String {
         let mut parts = Vec::new();
         if let Some(n) = self.max_blocks {
@@ -124,11 +150,20 @@ impl Settings {
         if let Some(n) = self.max_tasks {
             parts.push(format!("tasks={n}"));
         }
+        if let Some(store) = self.store {
+            parts.push(format!("store={}", store.word()));
+        }
         if parts.is_empty() { "burn".into() } else { parts.join(" ") }
     }
 
-    /// Reads one `blocks=N` / `tasks=N` word into `self`; `Ok(false)` when `word` is neither.
+    /// Reads one `blocks=N` / `tasks=N` / `store=shared|position` word into `self`; `Ok(false)`
+    /// when `word` is none of them.
     pub fn read_word(&mut self, word: &str) -> Result<bool, String> {
+        if let Some(value) = word.strip_prefix("store=") {
+            let store = [PlanStore::Shared, PlanStore::ByPosition].into_iter().find(|s| s.word() == value);
+            self.store = Some(store.ok_or_else(|| format!("`{word}`: expected store=shared or store=position"))?);
+            return Ok(true);
+        }
         let (slot, value) = match word.split_once('=') {
             Some(("blocks", v)) => (&mut self.max_blocks, v),
             Some(("tasks", v)) => (&mut self.max_tasks, v),
@@ -190,6 +225,10 @@ pub enum PlanError {
     BadSetting(String),
     #[error("plan file version 1 cannot hold settings (they came with version 2)")]
     SettingsInVersion1,
+    #[error("plan file versions 1 and 2 cannot hold a plan store setting (it came with version 3)")]
+    StoreBeforeVersion3,
+    #[error("a plan with cuts caches its plans by position; store = shared is not possible with cuts")]
+    SharedStoreWithCuts,
     #[error("plan lists a cut more than once: {0}")]
     DuplicateCuts(String),
     #[error("bundle holds two entries for {0}")]
@@ -216,7 +255,11 @@ impl PlanFile {
     /// The oldest version that can hold this plan: 1 without settings (so older Blaze builds
     /// still read it), 2 with them. [`Self::to_ron`] writes at least this.
     pub fn required_version(&self) -> u32 {
-        if self.settings.is_default() { 1 } else { 2 }
+        match &self.settings {
+            s if s.store.is_some() => 3,
+            s if s.is_default() => 1,
+            _ => 2,
+        }
     }
 
     /// This plan with `settings` (and the format version that holds them).
@@ -247,18 +290,23 @@ impl PlanFile {
                 newest: FORMAT_VERSION,
             });
         }
-        // Version 1 has no settings (it reads as Burn's); otherwise it is version 2 less one
-        // field, so both parse into the same struct. A version-1 file is kept at version 1 in
+        // Version 1 has no settings (it reads as Burn's), version 2 no store (it reads as the
+        // default for its cuts); otherwise they are version 3 less a field or two, so all parse
+        // into the same struct. A version-1 file is kept at version 1 in
         // memory: written back, it stays readable by the Blaze that wrote it.
         let plan: PlanFile = ron::from_str(text).map_err(|e| PlanError::Malformed(e.to_string()))?;
         if plan.format_version == 1 && !plan.settings.is_default() {
             return Err(PlanError::SettingsInVersion1);
         }
+        if plan.format_version < 3 && plan.settings.store.is_some() {
+            return Err(PlanError::StoreBeforeVersion3);
+        }
         plan.validate()?;
         Ok(plan)
     }
 
-    /// Internal consistency: every cut is a known cut point inside the step.
+    /// Internal consistency: every cut is a known cut point inside the step, once; settings in
+    /// range; no shared store with cuts.
     pub fn validate(&self) -> Result<(), PlanError> {
         let known: BTreeSet<_> = self.cut_points.iter().collect();
         let unknown: Vec<String> = self
@@ -274,6 +322,9 @@ impl PlanFile {
         let twice: BTreeSet<String> = self.cuts.iter().filter(|c| !seen.insert(**c)).map(|c| c.to_string()).collect();
         if !twice.is_empty() {
             return Err(PlanError::DuplicateCuts(twice.into_iter().collect::<Vec<_>>().join(", ")));
+        }
+        if !self.cuts.is_empty() && self.settings.store == Some(PlanStore::Shared) {
+            return Err(PlanError::SharedStoreWithCuts);
         }
         self.settings.validate()
     }
@@ -304,13 +355,24 @@ impl PlanFile {
     /// the plans Burn explores under different policies in different caches. The submission
     /// batch is per process and does not change what is cached, so it is not part of the key.
     pub fn store_key(cuts: &[BoundaryId], max_blocks: Option<u32>) -> u64 {
-        if cuts.is_empty() && max_blocks.is_none() {
+        Self::store_key_of(cuts, &Settings::beam_width(max_blocks))
+    }
+
+    /// [`Self::store_key`] for `settings`: a width alone cached by position has a store of its
+    /// own, apart from the same width shared.
+    pub fn store_key_of(cuts: &[BoundaryId], settings: &Settings) -> u64 {
+        let max_blocks = settings.max_blocks;
+        let by_position = cuts.is_empty() && settings.store == Some(PlanStore::ByPosition);
+        if cuts.is_empty() && max_blocks.is_none() && !by_position {
             return 0;
         }
         let text: Vec<String> = cuts.iter().map(|c| c.0.to_string()).collect();
         let mut text = text.join(",");
         if let Some(n) = max_blocks {
             text.push_str(&format!(";blocks={n}"));
+        }
+        if by_position {
+            text.push_str(";position");
         }
         crate::hash::stable_u64(text.as_bytes()) | 1
     }

@@ -90,13 +90,13 @@ fn start_watch(entries: Vec<PlanFile>) -> BundleHandle {
         eprintln!("{note}");
     }
     let expected = entries.iter().map(|p| Expected { fingerprint: p.contract.op_stream.clone(), ops_per_step: p.contract.ops_per_step as usize }).collect();
-    let plans: Vec<(Vec<blaze_ir::BoundaryId>, Option<u32>, String)> =
-        entries.iter().map(|p| (p.cuts.clone(), p.settings.max_blocks, EntryKey::of(&p.contract).to_string())).collect();
+    let plans: Vec<(Vec<blaze_ir::BoundaryId>, Settings, String)> =
+        entries.iter().map(|p| (p.cuts.clone(), p.settings, EntryKey::of(&p.contract).to_string())).collect();
     let policy: Arc<Mutex<Option<Arc<CutSet>>>> = Default::default();
     let current = policy.clone();
     let install = Box::new(move |entry: Option<usize>| match entry.and_then(|i| plans.get(i)) {
-        Some((cuts, max_blocks, key)) => {
-            *current.lock().unwrap_or_else(|e| e.into_inner()) = Some(crate::policy::activate_with(cuts, *max_blocks));
+        Some((cuts, settings, key)) => {
+            *current.lock().unwrap_or_else(|e| e.into_inner()) = Some(crate::policy::activate_with(cuts, settings));
             eprintln!("note: blaze: installed the bundle entry for {key} (it matches this run's op stream)");
         }
         None => burn_fusion::cut::install(None, 0),
@@ -110,7 +110,7 @@ fn start_watch(entries: Vec<PlanFile>) -> BundleHandle {
 /// says so. The beam width is per entry and goes with its cuts.
 fn apply_shared_settings(entries: &[PlanFile]) -> Vec<String> {
     match shared_max_tasks(entries) {
-        Ok(Some(n)) => crate::settings::apply(&Settings { max_tasks: Some(n), max_blocks: None }),
+        Ok(Some(n)) => crate::settings::apply(&Settings { max_tasks: Some(n), ..Settings::default() }),
         Ok(None) => Vec::new(),
         Err(()) => vec!["note: blaze: the bundle's entries for this device ask for different max_tasks; CubeCL reads it once per process, so this program keeps its own".into()],
     }

@@ -91,7 +91,7 @@ pub fn load_plan_text(text: &str, actual: &Contract) -> LoadOutcome {
         Ok(plan) => plan,
         Err(e) => return fallback(e),
     };
-    let policy = activate_with(&plan.cuts, plan.settings.max_blocks);
+    let policy = activate_with(&plan.cuts, &plan.settings);
     let notes = crate::settings::apply(&plan.settings);
     for note in &notes {
         eprintln!("{note}");

@@ -1,4 +1,5 @@
 //! The cut policy installed into the patched burn-fusion.
+use blaze_ir::plan::{PlanStore, Settings};
 use blaze_ir::{BoundaryId, PlanFile};
 use burn_fusion::cut::{CutPolicy, ExploredOp};
 use std::collections::BTreeSet;
@@ -13,7 +14,8 @@ pub struct CutSet {
     max_blocks: Option<usize>,
     /// Plans replay only at the step position they were explored at (see
     /// `burn_fusion::cut::CutPolicy::tags_plans`): set where a cut is asked by position (a cut
-    /// set, the explore probe); a beam width alone aliases plans as Burn does.
+    /// set, the explore probe) or the plan asks for it (`store: ByPosition`); a beam width
+    /// alone otherwise aliases plans as Burn does.
     tags_plans: bool,
     explored: Mutex<BTreeSet<u64>>,
     calls: AtomicU64,
@@ -54,14 +56,16 @@ impl CutPolicy for CutSet {
 /// Installs `cuts` (plans cached under their own store key) and returns the policy, so the
 /// caller can read the live set. Takes effect at the next sync with no pending work.
 pub fn activate(cuts: &[BoundaryId]) -> Arc<CutSet> {
-    activate_with(cuts, None)
+    activate_with(cuts, &Settings::default())
 }
 
-/// [`activate`] with a beam width for Burn's fusion search under this policy (plans explored
-/// under it are cached in a store of their own, so widths race in one process).
-pub fn activate_with(cuts: &[BoundaryId], max_blocks: Option<u32>) -> Arc<CutSet> {
-    let policy = Arc::new(CutSet { max_blocks: max_blocks.map(|n| n as usize), ..CutSet::new(cuts) });
-    burn_fusion::cut::install(Some(policy.clone()), PlanFile::store_key(cuts, max_blocks));
+/// [`activate`] with a plan's in-process settings: the beam width of Burn's fusion search
+/// under this policy and how its plans are cached (each combination in a store of its own, so
+/// they race in one process). The submission batch is per process and not applied here.
+pub fn activate_with(cuts: &[BoundaryId], settings: &Settings) -> Arc<CutSet> {
+    let tags_plans = !cuts.is_empty() || settings.store == Some(PlanStore::ByPosition);
+    let policy = Arc::new(CutSet { max_blocks: settings.max_blocks.map(|n| n as usize), tags_plans, ..CutSet::new(cuts) });
+    burn_fusion::cut::install(Some(policy.clone()), PlanFile::store_key_of(cuts, settings));
     policy
 }
 

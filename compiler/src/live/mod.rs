@@ -205,7 +205,7 @@ fn prepare(factory: &dyn ModelFactory, regime: Regime, opts: &LiveOptions, progr
     }
     let cut_reps = canon.representatives().into_iter().filter(|&i| !requested[i].cuts.is_empty()).take(opts.cut_arms);
     cands.extend(cut_reps.map(|i| requested[i].cuts.clone()).collect::<Vec<_>>().into_iter().map(|cuts| Candidate::new(0, cuts)));
-    cands.extend(crate::tune::settings_candidates(0, &opts.max_blocks));
+    cands.extend(crate::tune::settings_candidates(0, &opts.max_blocks, false));
     if opts.fusion_off {
         cands.push(Candidate::fusion_off(0));
     }

@@ -14,10 +14,10 @@ pub mod table;
 pub mod verify;
 
 use crate::candidate::Candidate;
-use crate::confirm::{executed_partitions, group_by_fingerprint};
+use crate::confirm::{executed_partitions, group_by_key};
 use crate::space::candidates;
 use crate::tracing::{TraceOptions, trace};
-use blaze_ir::plan::{DeviceInfo, Measurements, Regime};
+use blaze_ir::plan::{DeviceInfo, Measurements, PlanStore, Regime, Settings};
 use blaze_runtime::ModelFactory;
 use serde::{Deserialize, Serialize};
 use measure::VisitShape;
@@ -49,6 +49,8 @@ pub struct TuneOptions {
     pub broken: Vec<(usize, String)>,
     /// Beam widths of Burn's fusion search raced as settings-only candidates (in-process).
     pub max_blocks: Vec<u32>,
+    /// Each width also cached by step position (`store=position`), raced beside the shared one.
+    pub by_position: bool,
     /// Cut candidates per beam width, enumerated from a trace under that width (its
     /// partition and live cut points) and canonicalised by the e-graph with that trace's facts.
     pub cuts_per_width: usize,
@@ -167,7 +169,7 @@ pub fn tune(factory: &dyn ModelFactory, opts: &TuneOptions, progress: &mut dyn F
     // bypass the e-graph, which reasons about cuts only; confirm still collapses a width that
     // executes Burn's partition.
     let first_setting = cands.len();
-    cands.extend(settings_candidates(first_setting, &opts.max_blocks));
+    cands.extend(settings_candidates(first_setting, &opts.max_blocks, opts.by_position));
     let mut rep_ids: Vec<usize> = canon.representatives().into_iter().chain(first_setting..cands.len()).collect();
     if opts.cuts_per_width > 0 && opts.greedy.is_none() {
         for &width in &opts.max_blocks {
@@ -181,7 +183,9 @@ pub fn tune(factory: &dyn ModelFactory, opts: &TuneOptions, progress: &mut dyn F
     let warm = Instant::now();
     let parts = executed_partitions(model.as_mut(), &reps, |i, n| progress(&format!("confirm {}/{n}", i + 1)));
     let ids: Vec<usize> = reps.iter().map(|c| c.id).collect();
-    let groups = group_by_fingerprint(&ids, &parts);
+    // The same kernels cached by position are not the same plan: the host's work differs.
+    let keys: Vec<String> = reps.iter().zip(&parts).map(|(c, p)| format!("{}{}", p.fingerprint(), if c.cuts.is_empty() && c.settings.store == Some(PlanStore::ByPosition) { ";position" } else { "" })).collect();
+    let groups = group_by_key(&ids, &keys);
     let mut racers: Vec<&Candidate> = groups.iter().map(|g| &cands[g[0]]).collect();
     let off = Candidate::fusion_off(cands.len());
     let off_arm = (!left_out(off.id)).then(|| fusion_off_arm(model.as_mut(), &off, opts.fusion_off.as_ref()));
@@ -292,9 +296,10 @@ fn cuts_on_width(factory: &dyn ModelFactory, opts: &TuneOptions, width: u32, can
 }
 
 /// One candidate per beam width: Burn's search at that width, no cuts.
-pub fn settings_candidates(first_id: usize, widths: &[u32]) -> Vec<Candidate> {
-    let settings = |n: u32| blaze_ir::plan::Settings::beam_width(Some(n));
-    widths.iter().enumerate().map(|(i, &n)| Candidate::with_settings(first_id + i, vec![], settings(n))).collect()
+pub fn settings_candidates(first_id: usize, widths: &[u32], by_position: bool) -> Vec<Candidate> {
+    let stores: &[Option<PlanStore>] = if by_position { &[None, Some(PlanStore::ByPosition)] } else { &[None] };
+    let settings = widths.iter().flat_map(|&n| stores.iter().map(move |&store| Settings { store, ..Settings::beam_width(Some(n)) }));
+    settings.enumerate().map(|(i, s)| Candidate::with_settings(first_id + i, vec![], s)).collect()
 }
 
 /// Confirms the in-process fusion-off arm: one operation per executed block, and the same

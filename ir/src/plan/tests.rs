@@ -36,7 +36,7 @@ fn empty_and_truncated_files_are_refused() {
 fn newer_version_is_refused_with_its_number() {
     let text = plan().to_ron().replace("format_version: 1", "format_version: 9");
     let err = PlanFile::parse(&text).unwrap_err();
-    assert_eq!(err, PlanError::UnknownVersion { found: 9, oldest: 1, newest: 2 });
+    assert_eq!(err, PlanError::UnknownVersion { found: 9, oldest: 1, newest: 3 });
     assert!(err.to_string().contains("format version 9"));
 }
 
@@ -75,7 +75,7 @@ fn a_plan_without_settings_is_written_as_version_1_and_one_with_them_as_version_
     let p = plan();
     assert!(p.to_ron().contains("format_version: 1"));
     assert!(!p.to_ron().contains("settings"), "no settings field in a version-1 file");
-    let s = Settings { max_blocks: Some(2), max_tasks: Some(16) };
+    let s = Settings { max_blocks: Some(2), max_tasks: Some(16), store: None };
     let v2 = plan().with_settings(s);
     let text = v2.to_ron();
     assert!(text.contains("format_version: 2") && text.contains("max_blocks: Some(2)"), "{text}");
@@ -84,6 +84,40 @@ fn a_plan_without_settings_is_written_as_version_1_and_one_with_them_as_version_
     let mut late = plan();
     late.settings.max_blocks = Some(3);
     assert!(late.to_ron().contains("format_version: 2"));
+}
+
+#[test]
+fn a_plan_store_setting_makes_a_version_3_plan_and_version_2_files_still_load() {
+    let v2 = plan().with_settings(Settings::beam_width(Some(8)));
+    assert!(v2.to_ron().contains("format_version: 2") && !v2.to_ron().contains("store"), "no store: still version 2");
+    let positional = plan().with_settings(Settings { store: Some(PlanStore::ByPosition), ..Settings::beam_width(Some(8)) });
+    let text = positional.to_ron();
+    assert!(text.contains("format_version: 3") && text.contains("store: Some(ByPosition)"), "{text}");
+    assert_eq!(PlanFile::parse(&text), Ok(positional.clone()));
+    assert_eq!(PlanFile::parse(&text.replace("format_version: 3", "format_version: 2")), Err(PlanError::StoreBeforeVersion3));
+    let shipped_v2 = text.replace("format_version: 3", "format_version: 2").replace("store: Some(ByPosition),", "");
+    assert_eq!(PlanFile::parse(&shipped_v2).map(|p| p.settings), Ok(Settings::beam_width(Some(8))), "a version-2 width reads with no store setting");
+}
+
+#[test]
+fn a_shared_store_with_cuts_is_refused() {
+    let mut p = plan();
+    assert!(!p.cuts.is_empty());
+    p = p.with_settings(Settings { store: Some(PlanStore::Shared), ..Settings::default() });
+    assert_eq!(PlanFile::parse(&p.to_ron()), Err(PlanError::SharedStoreWithCuts));
+    p.settings.store = Some(PlanStore::ByPosition);
+    assert!(PlanFile::parse(&p.to_ron()).is_ok(), "by position is what cuts do anyway");
+}
+
+#[test]
+fn a_width_cached_by_position_has_a_store_of_its_own() {
+    let width = Settings::beam_width(Some(8));
+    let positional = Settings { store: Some(PlanStore::ByPosition), ..width };
+    assert_eq!(PlanFile::store_key_of(&[], &width), PlanFile::store_key(&[], Some(8)));
+    assert_ne!(PlanFile::store_key_of(&[], &positional), PlanFile::store_key_of(&[], &width));
+    assert_ne!(PlanFile::store_key_of(&[], &Settings { store: Some(PlanStore::ByPosition), ..Settings::default() }), 0, "not Burn's own store");
+    let cut = [BoundaryId(1)];
+    assert_eq!(PlanFile::store_key_of(&cut, &positional), PlanFile::store_key_of(&cut, &width), "cuts cache by position anyway: one store");
 }
 
 #[test]
@@ -101,7 +135,7 @@ fn a_version_1_file_holding_settings_is_refused() {
 
 #[test]
 fn settings_out_of_range_are_refused_with_their_name() {
-    for (s, name) in [(Settings { max_blocks: Some(0), max_tasks: None }, "max_blocks = 0"), (Settings { max_blocks: None, max_tasks: Some(1 << 20) }, "max_tasks = 1048576")] {
+    for (s, name) in [(Settings { max_blocks: Some(0), ..Settings::default() }, "max_blocks = 0"), (Settings { max_tasks: Some(1 << 20), ..Settings::default() }, "max_tasks = 1048576")] {
         let err = PlanFile::parse(&plan().with_settings(s).to_ron()).unwrap_err();
         assert!(err.to_string().contains(name), "{err}");
     }
@@ -116,4 +150,12 @@ fn settings_text_round_trips() {
     assert_eq!(s.read_word("b5"), Ok(false));
     assert!(s.read_word("blocks=0").is_err() && s.read_word("tasks=x").is_err());
     assert_eq!(s.to_text(), "blocks=2 tasks=16");
+    assert_eq!(s.read_word("store=position"), Ok(true));
+    assert_eq!(s.to_text(), "blocks=2 tasks=16 store=position");
+    assert!(s.read_word("store=somewhere").unwrap_err().contains("store=shared or store=position"));
+    let mut back = Settings::default();
+    for word in s.to_text().split(' ') {
+        assert_eq!(back.read_word(word), Ok(true));
+    }
+    assert_eq!(back, s);
 }
