@@ -8,8 +8,10 @@
 //!   after a switch from training to evaluation). Never panics; one warning when nothing fits.
 //! * [`CutSet`]: the cut policy installed into `burn_fusion::cut`; records which operations
 //!   Burn explored (the live ones).
-//! * [`settings`]: a plan's fusion-search and submission settings (plan version 2), applied at
-//!   load: the beam width per plan store, the submission batch before the device starts.
+//! * [`settings`]: a plan's fusion-search and submission settings (plan version 2; how its plans
+//!   are cached, version 3), applied at load: the beam width and the store per plan store, the
+//!   submission batch before the device starts ([`preset_submission_batch`] for a program that
+//!   checks the plan only after building its model).
 //! * [`watch`]: confirms an installed plan's op stream by itself at the first step-sized
 //!   window, and withdraws the plan with one warning if it differs.
 //! * [`BlockTimer`]: a `FusionObserver` that times the host's work per executed block.
