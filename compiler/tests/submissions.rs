@@ -30,6 +30,10 @@ fn build_layer(dir: &Path) -> PathBuf {
     layer_dir
 }
 
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
 struct Counted {
     submits: u64,
     plan: String,
@@ -38,21 +42,10 @@ struct Counted {
 }
 
 /// One `blazec run` of the small attention shape (training, one warm-up and two timed steps),
-/// under `plan` if any, with the layer on, `env` added, and the autotune cache of `dir` (warm
-/// after the first run, so that every counted run launches the same kernels).
-fn counted_run(dir: &Path, layer: &Path, tag: &str, plan: Option<&Path>, env: &[(&str, &str)]) -> Counted {
-    match plan {
-        Some(p) => counted_run_from(dir, layer, tag, &["--plan", p.to_str().unwrap()], env),
-        None => counted_run_from(dir, layer, tag, &[], env),
-    }
-}
-
-/// [`counted_run`] started from `bundle` (`blazec run --bundle`, the one-call start-up).
-fn counted_run_bundle(dir: &Path, layer: &Path, bundle: &Path) -> Counted {
-    counted_run_from(dir, layer, "bundle-1", &["--bundle", bundle.to_str().unwrap()], &[])
-}
-
-fn counted_run_from(dir: &Path, layer: &Path, tag: &str, start: &[&str], env: &[(&str, &str)]) -> Counted {
+/// started with `start` (`--plan F`, `--bundle F` or nothing), with the layer on, `env` added,
+/// and the autotune cache of `dir` (warm after the first run, so that every counted run
+/// launches the same kernels).
+fn counted_run(dir: &Path, layer: &Path, tag: &str, start: &[&str], env: &[(&str, &str)]) -> Counted {
     let counts = dir.join(format!("{tag}.count"));
     let report = dir.join(format!("{tag}.ron"));
     let mut args = vec!["run"];
@@ -112,18 +105,18 @@ fn a_plans_submission_batch_changes_the_vulkan_submission_count_as_cubecls_own_s
     std::fs::create_dir_all(dir.join("autotune")).unwrap();
     let layer = build_layer(&dir);
     // Autotune's own kernels would add submissions to the first process only.
-    counted_run(&dir, &layer, "warm-autotune", None, &[]);
+    counted_run(&dir, &layer, "warm-autotune", &[], &[]);
 
-    let burn = counted_run(&dir, &layer, "burn", None, &[]);
+    let burn = counted_run(&dir, &layer, "burn", &[], &[]);
     let bundle = dir.join("model.blaze");
     let one = settings_plan(&dir, 1, Some(&bundle));
     let big = settings_plan(&dir, 128, None);
-    let plan_one = counted_run(&dir, &layer, "plan-1", Some(&one), &[]);
-    let env_one = counted_run(&dir, &layer, "env-1", None, &[("CUBECL_WGPU_MAX_TASKS", "1")]);
-    let plan_big = counted_run(&dir, &layer, "plan-128", Some(&big), &[]);
-    let program_wins = counted_run(&dir, &layer, "env-128-plan-1", Some(&one), &[("CUBECL_WGPU_MAX_TASKS", "128")]);
-    let bundled = counted_run_bundle(&dir, &layer, &bundle);
-    let misfit = counted_run(&dir, &layer, "other-model-1", Some(&for_another_model(&dir, &one)), &[]);
+    let plan_one = counted_run(&dir, &layer, "plan-1", &["--plan", path(&one)], &[]);
+    let env_one = counted_run(&dir, &layer, "env-1", &[], &[("CUBECL_WGPU_MAX_TASKS", "1")]);
+    let plan_big = counted_run(&dir, &layer, "plan-128", &["--plan", path(&big)], &[]);
+    let program_wins = counted_run(&dir, &layer, "env-128-plan-1", &["--plan", path(&one)], &[("CUBECL_WGPU_MAX_TASKS", "128")]);
+    let bundled = counted_run(&dir, &layer, "bundle-1", &["--bundle", path(&bundle)], &[]);
+    let misfit = counted_run(&dir, &layer, "other-model-1", &["--plan", path(&for_another_model(&dir, &one))], &[]);
 
     let counts = [("burn (32)", burn.submits), ("plan 1", plan_one.submits), ("env 1", env_one.submits), ("plan 128", plan_big.submits),
         ("env 128 + plan 1", program_wins.submits), ("bundle 1", bundled.submits), ("other model's plan 1", misfit.submits)];

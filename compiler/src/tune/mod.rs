@@ -183,8 +183,7 @@ pub fn tune(factory: &dyn ModelFactory, opts: &TuneOptions, progress: &mut dyn F
     let warm = Instant::now();
     let parts = executed_partitions(model.as_mut(), &reps, |i, n| progress(&format!("confirm {}/{n}", i + 1)));
     let ids: Vec<usize> = reps.iter().map(|c| c.id).collect();
-    // The same kernels cached by position are not the same plan: the host's work differs.
-    let keys: Vec<String> = reps.iter().zip(&parts).map(|(c, p)| format!("{}{}", p.fingerprint(), if c.cuts.is_empty() && c.settings.store == Some(PlanStore::ByPosition) { ";position" } else { "" })).collect();
+    let keys: Vec<String> = reps.iter().zip(&parts).map(|(c, p)| confirm_key(c, p)).collect();
     let groups = group_by_key(&ids, &keys);
     let mut racers: Vec<&Candidate> = groups.iter().map(|g| &cands[g[0]]).collect();
     let off = Candidate::fusion_off(cands.len());
@@ -296,6 +295,14 @@ fn cuts_on_width(factory: &dyn ModelFactory, opts: &TuneOptions, width: u32, can
 }
 
 /// One candidate per beam width: Burn's search at that width, no cuts.
+/// What confirm collapses on: the executed partition, and for a width alone whether it caches
+/// by position (the same kernels, other host work: not the same plan). Cut plans cache by
+/// position anyway.
+fn confirm_key(candidate: &Candidate, partition: &blaze_ir::ExecutedPartition) -> String {
+    let by_position = candidate.cuts.is_empty() && candidate.settings.store == Some(PlanStore::ByPosition);
+    format!("{}{}", partition.fingerprint(), if by_position { ";position" } else { "" })
+}
+
 pub fn settings_candidates(first_id: usize, widths: &[u32], by_position: bool) -> Vec<Candidate> {
     let stores: &[Option<PlanStore>] = if by_position { &[None, Some(PlanStore::ByPosition)] } else { &[None] };
     let settings = widths.iter().flat_map(|&n| stores.iter().map(move |&store| Settings { store, ..Settings::beam_width(Some(n)) }));
