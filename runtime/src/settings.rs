@@ -37,9 +37,11 @@ fn apply_max_tasks(planned: u32, program: Option<String>) -> Option<String> {
         )),
         None => {
             set_max_tasks_unless_set(planned);
-            if burn_fusion::cut::syncs() > 0 {
+            // The fusion server starts with the device's first tensor (building a model makes
+            // some), before any sync.
+            if burn_fusion::cut::servers_started() > 0 {
                 return Some(format!(
-                    "warning: blaze: the plan's max_tasks = {planned} was loaded after the device had run work; it applies only if load_plan runs before the first tensor operation"
+                    "warning: blaze: the plan's max_tasks = {planned} was loaded after the device started (CubeCL has read the submission batch already); it applies only if the plan is loaded before the first tensor is made"
                 ));
             }
             None
