@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Beam widths in processes of their own against the same widths raced in one process.
 
-Usage: scripts/widths-summary.py RUN_DIR TUNE_REPORT
-  RUN_DIR      holds width-<model>-w<W>-<rep>.txt (campaign stage `widths`: `blazec run` in a
+Usage: scripts/widths-summary.py RUN_DIR [RUN_DIR ...] TUNE_REPORT
+  RUN_DIR      (one or more) holds width-<model>-w<W>-<rep>.txt (campaign stage `widths`: `blazec run` in a
                directory whose burn.toml sets max_blocks = W; W = 5 is Burn's default) and,
                optionally, planrun-<model>-<regime>-{burn,plan}-<rep>.txt (stage `planrun`).
   TUNE_REPORT  the report (`*.tune.txt` or `*.report.md`) of `blazec tune` on the same workload,
@@ -13,6 +13,13 @@ inside a process the step time switches for seconds between a floor and slow str
 every arm alike, see scripts/overhead-summary.py). Per width: the median of its processes'
 floors, as a ratio to width 5's. The ranking of these ratios is compared with the in-process
 ranking (Spearman's rho over the widths both have).
+
+A rank correlation counts a swap of two widths that neither method tells apart as a
+disagreement, so each pair of widths is also judged on its own: separated in own processes when
+the two widths' process floors do not overlap (every floor of one below every floor of the
+other), separated in one process when the two race intervals do not overlap (against width 5,
+Burn's plan: when the interval excludes 1). The pairs table says, for every pair, what each
+method decided and whether they agree; "agree" counts only pairs both separated.
 """
 import glob, math, os, re, statistics, sys
 from floorstat import floor, read_run
@@ -40,9 +47,9 @@ def ranks(values):
     order = sorted(values, key=lambda k: values[k])
     return {k: i + 1 for i, k in enumerate(order)}
 
-run_dir, report = sys.argv[1], sys.argv[2]
+*run_dirs, report = sys.argv[1:]
 widths = {}
-for path in glob.glob(os.path.join(run_dir, "width-*-w*-*.txt")):
+for path in sorted(p for d in run_dirs for p in glob.glob(os.path.join(d, "width-*-w*-*.txt"))):
     w = int(re.search(r"-w(\d+)-\d+\.txt$", path).group(1))
     widths.setdefault(w, []).append(read_run(path))
 base = statistics.median(floor_of(r) for r in widths[5])
@@ -67,8 +74,36 @@ print(f"\nranking, own processes: {' < '.join(str(w) for w in sorted(common, key
 print(f"ranking, one process:   {' < '.join(str(w) for w in sorted(common, key=lambda w: inp[w][0]))}")
 print(f"Spearman rho {rho:.2f} over {n} widths")
 
+def own_order(a, b):
+    """-1 / 1 when every process floor of a is below / above every one of b, else 0."""
+    fa, fb = [floor_of(r) for r in widths[a]], [floor_of(r) for r in widths[b]]
+    return -1 if max(fa) < min(fb) else (1 if min(fa) > max(fb) else 0)
+
+def race_order(a, b):
+    """-1 / 1 when a's race interval lies wholly below / above b's, else 0."""
+    (_, la, ha), (_, lb, hb) = inp[a], inp[b]
+    return -1 if ha < lb else (1 if la > hb else 0)
+
+word = {-1: "faster", 1: "slower", 0: "not separated"}
+print("\n| pair | own processes | one process (race intervals) | point estimates, own / one process | verdict |")
+print("|---|---|---|---|---|")
+both = agree = 0
+for i, a in enumerate(sorted(common)):
+    for b in sorted(common)[i + 1:]:
+        o, r = own_order(a, b), race_order(a, b)
+        same_point = (sep[a] < sep[b]) == (inp[a][0] < inp[b][0])
+        if o and r:
+            both += 1; agree += o == r
+            verdict = "agree" if o == r else "DISAGREE"
+        elif o or r:
+            verdict = "separated by one method only"
+        else:
+            verdict = "neither separates"
+        print(f"| {a} vs {b} | {a} {word[o]} | {a} {word[r]} | {'same order' if same_point else 'opposite order'} | {verdict} |")
+print(f"\npairs separated by both methods: {both}, of which in the same order: {agree}")
+
 plan_runs = {}
-for path in glob.glob(os.path.join(run_dir, "planrun-*-*.txt")):
+for path in sorted(p for d in run_dirs for p in glob.glob(os.path.join(d, "planrun-*-*.txt"))):
     arm = re.search(r"-(burn|plan)-\d+\.txt$", path).group(1)
     plan_runs.setdefault(arm, []).append(read_run(path))
 if plan_runs.get("burn") and plan_runs.get("plan"):
