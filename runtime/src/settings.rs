@@ -37,11 +37,12 @@ fn apply_max_tasks(planned: u32, program: Option<String>) -> Option<String> {
         )),
         None => {
             set_max_tasks_unless_set(planned);
-            // The fusion server starts with the device's first tensor (building a model makes
-            // some), before any sync.
+            // A device's fusion server starts with its first tensor (building a model makes
+            // some, without syncing); a tensor made from data starts CubeCL's device there and
+            // then, a lazy one (zeros) at its first execution, so "may".
             if burn_fusion::cut::servers_started() > 0 {
                 return Some(format!(
-                    "warning: blaze: the plan's max_tasks = {planned} was loaded after the device started (CubeCL has read the submission batch already); it applies only if the plan is loaded before the first tensor is made"
+                    "warning: blaze: the plan's max_tasks = {planned} was loaded after the program's first tensor, so the device may have started and read its submission batch already; load the plan before the first tensor is made for it to apply"
                 ));
             }
             None
