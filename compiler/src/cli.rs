@@ -512,6 +512,13 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
     }
 }
 
+/// `--store shared|position`, read as a plan's text form reads it.
+fn parse_store(value: &str) -> Result<blaze_ir::plan::PlanStore, String> {
+    let mut settings = blaze_ir::plan::Settings::default();
+    settings.read_word(&format!("store={value}"))?;
+    settings.store.ok_or_else(|| format!("`{value}`: expected shared or position"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::Cli;
@@ -538,11 +545,4 @@ mod tests {
         unique.dedup();
         assert_eq!(unique.len(), abouts.len(), "two commands share a help text");
     }
-}
-
-/// `--store shared|position`, read as a plan's text form reads it.
-fn parse_store(value: &str) -> Result<blaze_ir::plan::PlanStore, String> {
-    let mut settings = blaze_ir::plan::Settings::default();
-    settings.read_word(&format!("store={value}"))?;
-    settings.store.ok_or_else(|| format!("`{value}`: expected shared or position"))
 }

@@ -57,17 +57,14 @@ pub fn group_by_fingerprint(ids: &[usize], partitions: &[ExecutedPartition]) -> 
 /// Groups ids by key (first-seen order), e.g. executed partition plus what else sets a plan
 /// apart at equal kernels.
 pub fn group_by_key(ids: &[usize], keys: &[String]) -> Vec<Vec<usize>> {
-    let mut index: BTreeMap<String, usize> = BTreeMap::new();
+    let mut index: BTreeMap<&str, usize> = BTreeMap::new();
     let mut groups: Vec<Vec<usize>> = Vec::new();
-    for (id, fp) in ids.iter().zip(keys) {
-        let fp = fp.clone();
-        match index.get(&fp) {
-            Some(&g) => groups[g].push(*id),
-            None => {
-                index.insert(fp, groups.len());
-                groups.push(vec![*id]);
-            }
-        }
+    for (&id, key) in ids.iter().zip(keys) {
+        let g = *index.entry(key).or_insert_with(|| {
+            groups.push(Vec::new());
+            groups.len() - 1
+        });
+        groups[g].push(id);
     }
     groups
 }

@@ -136,6 +136,12 @@ impl Settings {
         *self == Settings::default()
     }
 
+    /// Whether the plans explored under a plan with these settings are cached by step position:
+    /// always with cuts (a cut names a position), otherwise when `store` asks for it.
+    pub fn caches_by_position(&self, has_cuts: bool) -> bool {
+        has_cuts || self.store == Some(PlanStore::ByPosition)
+    }
+
     /// Burn's search at beam width `max_blocks` (`None`: Burn's configured one), nothing else.
     pub fn beam_width(max_blocks: Option<u32>) -> Self {
         Self { max_blocks, ..Self::default() }
@@ -362,7 +368,7 @@ impl PlanFile {
     /// own, apart from the same width shared.
     pub fn store_key_of(cuts: &[BoundaryId], settings: &Settings) -> u64 {
         let max_blocks = settings.max_blocks;
-        let by_position = cuts.is_empty() && settings.store == Some(PlanStore::ByPosition);
+        let by_position = cuts.is_empty() && settings.caches_by_position(false);
         if cuts.is_empty() && max_blocks.is_none() && !by_position {
             return 0;
         }

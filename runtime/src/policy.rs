@@ -1,5 +1,5 @@
 //! The cut policy installed into the patched burn-fusion.
-use blaze_ir::plan::{PlanStore, Settings};
+use blaze_ir::plan::Settings;
 use blaze_ir::{BoundaryId, PlanFile};
 use burn_fusion::cut::{CutPolicy, ExploredOp};
 use std::collections::BTreeSet;
@@ -63,7 +63,7 @@ pub fn activate(cuts: &[BoundaryId]) -> Arc<CutSet> {
 /// under this policy and how its plans are cached (each combination in a store of its own, so
 /// they race in one process). The submission batch is per process and not applied here.
 pub fn activate_with(cuts: &[BoundaryId], settings: &Settings) -> Arc<CutSet> {
-    let tags_plans = !cuts.is_empty() || settings.store == Some(PlanStore::ByPosition);
+    let tags_plans = settings.caches_by_position(!cuts.is_empty());
     let policy = Arc::new(CutSet { max_blocks: settings.max_blocks.map(|n| n as usize), tags_plans, ..CutSet::new(cuts) });
     burn_fusion::cut::install(Some(policy.clone()), PlanFile::store_key_of(cuts, settings));
     policy

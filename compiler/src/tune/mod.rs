@@ -299,7 +299,7 @@ fn cuts_on_width(factory: &dyn ModelFactory, opts: &TuneOptions, width: u32, can
 /// by position (the same kernels, other host work: not the same plan). Cut plans cache by
 /// position anyway.
 fn confirm_key(candidate: &Candidate, partition: &blaze_ir::ExecutedPartition) -> String {
-    let by_position = candidate.cuts.is_empty() && candidate.settings.store == Some(PlanStore::ByPosition);
+    let by_position = candidate.cuts.is_empty() && candidate.settings.caches_by_position(false);
     format!("{}{}", partition.fingerprint(), if by_position { ";position" } else { "" })
 }
 
