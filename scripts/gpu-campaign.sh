@@ -47,6 +47,10 @@
 #                              processes taking turns block by block (scripts/overhead-interleave.py),
 #                              attention-d$OVERHEAD_D (257) training, blocks of $BLOCK (8) steps
 #   demo                       blazec demo at the reference shape
+#   torch:<models>:<regime>[:<batch>]
+#                              PyTorch eager and torch.compile on the same model definitions
+#                              (tools/torch-reference/workloads.py; models comma separated or
+#                              `all`), $TORCH_STEPS (100) timed steps, modes $TORCH_MODES
 #
 # Caches: every fresh machine starts with an empty CubeCL autotune cache (~/.cache/cubecl) and an
 # empty NVIDIA shader cache (~/.cache/nvidia); cold, one attention training tune spends minutes in
@@ -253,6 +257,11 @@ for stage in ${STAGES:-}; do
         --no-fusion-off -o $ld/again.ron > $ld/again.txt 2> $ld/again.err ;;
     demo)
       timed 200 /tmp/blazec demo --steps 20 --out $R/demo > $R/demo.txt 2>&1 ;;
+    torch)
+      models=$a; [ "$a" = all ] && models=""
+      name=torch-$b${c:+-b$c}; timed ${TORCH_TIMEOUT:-500} env PYTHONUNBUFFERED=1 python3 $REPO/tools/torch-reference/workloads.py \
+        --repo $REPO ${models:+--models $models} --regime $b --modes ${TORCH_MODES:-eager,compile} --warmup 10 \
+        --steps ${TORCH_STEPS:-100} ${c:+--batch $c} --out $R/$name.json > $R/$name.txt 2>&1 ;;
     *) echo "unknown stage $stage" >> $R/stages.txt ;;
   esac
   pack

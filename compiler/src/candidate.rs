@@ -34,6 +34,21 @@ impl Candidate {
         Self { id, cuts: vec![], unfused: true, settings: Settings::default() }
     }
 
+    /// This candidate's fusion run eagerly: what it installs into Burn's fuser (a captured
+    /// candidate records what its eager counterpart executes).
+    pub fn eager(&self) -> Self {
+        Self { settings: self.settings.eager(), ..self.clone() }
+    }
+
+    /// This candidate's fusion, captured.
+    pub fn captured(&self, id: usize) -> Self {
+        Self { id, settings: self.settings.captured(), ..self.clone() }
+    }
+
+    pub fn is_captured(&self) -> bool {
+        self.settings.is_captured()
+    }
+
     pub fn is_burn(&self) -> bool {
         self.cuts.is_empty() && !self.unfused && self.settings.is_default()
     }

@@ -85,6 +85,11 @@ enum Command {
         /// a version-3 plan.
         #[arg(long, value_parser = parse_store)]
         store: Option<blaze_ir::plan::PlanStore>,
+        /// Captured execution (forward regime): one step recorded after warm-up with this plan's
+        /// fusion in force, replayed for every later step with its inputs written in place;
+        /// eager execution with one warning whenever that fails. Makes a version-4 plan.
+        #[arg(long)]
+        captured: bool,
         #[arg(short, long)]
         output: PathBuf,
         /// Also add the plan to this bundle (replacing the entry for the same device, Burn
@@ -252,7 +257,7 @@ pub fn main_with(resolve: &Resolver) -> i32 {
     crate::orphan::exit_with_parent_if_asked();
     // A child of a tune uses the tune's pinned autotune cache.
     crate::autotune::adopt_pinned_autotune_cache();
-    let fault = match injected_fused_fault() {
+    let fault = match injected_capture_fault().and_then(|()| injected_fused_fault()) {
         Ok(fault) => fault,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -332,6 +337,15 @@ fn injected_fused_fault() -> anyhow::Result<Option<u64>> {
     Ok(Some(op))
 }
 
+/// Test only: `BLAZE_INJECT_CAPTURE_FAULT=write|realloc` breaks captured execution in this
+/// process (see `blaze_runtime::fault::CaptureFault`).
+fn injected_capture_fault() -> anyhow::Result<()> {
+    use blaze_runtime::fault::{CAPTURE_FAULT_ENV, capture_fault_named, inject_capture};
+    let Ok(text) = std::env::var(CAPTURE_FAULT_ENV) else { return Ok(()) };
+    inject_capture(Some(capture_fault_named(text.trim()).map_err(anyhow::Error::msg)?));
+    Ok(())
+}
+
 /// A fault that never reached a fuser would make a test pass for the wrong reason.
 fn check_fault_landed(fault: Option<u64>) -> anyhow::Result<()> {
     let Some(op) = fault else { return Ok(()) };
@@ -356,14 +370,15 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             println!("{}", tracing::summary(&trace));
             Ok(())
         }
-        Command::Plan { trace, cuts, every_live, max_blocks, max_tasks, store, output, bundle, autotune_cache } => {
+        Command::Plan { trace, cuts, every_live, max_blocks, max_tasks, store, captured, output, bundle, autotune_cache } => {
             let trace = read_trace(&trace)?;
             let cuts = match every_live {
                 Some(k) => trace.live_cut_points().into_iter().step_by(k.max(1)).collect(),
                 None => cuts,
             };
             // The trace's width (a trace made with --max-blocks) unless the command gives one.
-            let plan = trace.plan(cuts).with_settings(blaze_ir::plan::Settings { max_blocks: max_blocks.or(trace.max_blocks), max_tasks, store });
+            let execution = captured.then_some(blaze_ir::plan::Execution::Captured);
+            let plan = trace.plan(cuts).with_settings(blaze_ir::plan::Settings { max_blocks: max_blocks.or(trace.max_blocks), max_tasks, store, execution });
             plan.validate()?;
             crate::files::write_atomic(&output, &plan.to_ron())?;
             let settings = if plan.settings.is_default() { String::new() } else { format!(", settings {}", plan.settings.to_text()) };
@@ -458,6 +473,11 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             if let Some(path) = plan {
                 let plan = blaze_ir::PlanFile::read(&path)?;
                 let candidate = crate::candidate::Candidate::with_settings(1, plan.cuts, plan.settings);
+                if candidate.is_captured() {
+                    // A replay issues the recorded kernels with no per-block host work to time.
+                    println!("note: {} is captured: profiled as its fusion run eagerly (its kernels are the ones a replay issues); `blazec run --plan` times its replays", path.display());
+                }
+                let candidate = candidate.eager();
                 arms.push(crate::profile::profile_arm(factory.as_ref(), model.regime, &candidate, &format!("{} ({})", path.display(), candidate.to_text()), steps)?);
             }
             print!("{}", crate::profile::text(&model.model, &arms, top));

@@ -26,12 +26,13 @@ pub fn install(candidate: &Candidate) {
     if let Some(hook) = ON_INSTALL.get() {
         hook(candidate.id);
     }
-    if candidate.unfused {
+    let fusion = candidate.eager();
+    if fusion.unfused {
         blaze_runtime::activate_unfused();
-    } else if candidate.is_burn() {
+    } else if fusion.is_burn() {
         activate_burn_default();
     } else {
-        activate_with(&candidate.cuts, &candidate.settings);
+        activate_with(&fusion.cuts, &fusion.settings);
     }
 }
 

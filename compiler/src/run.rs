@@ -63,8 +63,20 @@ pub fn run(resolve: &Resolver, args: &RunArgs) -> anyhow::Result<()> {
         Some(n) => Settle::Steps(n),
         None => Settle::For(std::time::Duration::from_millis(args.settle_ms)),
     };
-    let report = run_loaded(model.as_mut(), loaded, args.warmup, settle, args.steps);
+    let captured = match &planned {
+        Some(LoadOutcome::Applied(h)) if h.plan.settings.is_captured() => Some(&h.plan),
+        _ => None,
+    };
+    let report = if captured.is_some() {
+        let mut model = blaze_runtime::Captured::new(model);
+        run_loaded(&mut model, loaded, args.warmup, settle, args.steps).with_capture(&model)
+    } else {
+        run_loaded(model.as_mut(), loaded, args.warmup, settle, args.steps)
+    };
     println!("plan: {}", report.plan);
+    if let Some(execution) = &report.execution {
+        println!("execution: {execution} ({} replays){}", report.replays, report.recording.map_or(String::new(), |m| format!("; {}", describe_memory(&m))));
+    }
     if let (Some(load), Some(check)) = (report.plan_load_ms, report.op_stream_check_ms) {
         println!("plan load {load:.3} ms; automatic op-stream check {check:.3} ms (CPU time of the program's threads)");
     }
@@ -73,9 +85,18 @@ pub fn run(resolve: &Resolver, args: &RunArgs) -> anyhow::Result<()> {
     println!("step ms: {:?}", report.step_ms.iter().map(|t| (t * 100.0).round() / 100.0).collect::<Vec<_>>());
     println!("partition {} ({} ops, {} blocks, {} fused)", report.partition.fingerprint(), report.ops,
         report.partition.blocks.len(), report.partition.fused_blocks().count());
+    if let Some(partition) = &report.recorded_partition {
+        println!("recorded partition {} ({} blocks, {} fused)", partition.fingerprint(), partition.blocks.len(), partition.fused_blocks().count());
+    }
     if let Some(path) = &args.report {
         write_atomic(path, &to_ron(&report))?;
     }
     Ok(())
+}
+
+/// `memory pools reserve 812.0 MiB with the recording live (640.0 MiB before it; 700.2 MiB in use)`.
+pub fn describe_memory(m: &blaze_runtime::RecordingMemory) -> String {
+    let mib = |b: Option<u64>| b.map_or("?".to_string(), |b| format!("{:.1} MiB", b as f64 / (1 << 20) as f64));
+    format!("memory pools reserve {} with the recording live ({} before it; {} in use)", mib(m.reserved_live), mib(m.reserved_before), mib(m.in_use_live))
 }
 

@@ -39,6 +39,29 @@ pub struct RunReport {
     /// Wall time of each warm-up step (the first holds compilation and autotune), ms.
     #[serde(default)]
     pub warmup_ms: Vec<f64>,
+    /// Captured execution (a plan with `execution = captured`): `captured`, or `eager: <cause>`
+    /// when it was not in force; absent for eager plans and in older reports.
+    #[serde(default)]
+    pub execution: Option<String>,
+    /// Replays among the steps, the device memory around the live recording, and the executed
+    /// partition observed while recording (the last step's `partition` is then the input refresh).
+    #[serde(default)]
+    pub replays: usize,
+    #[serde(default)]
+    pub recording: Option<blaze_runtime::RecordingMemory>,
+    #[serde(default)]
+    pub recorded_partition: Option<ExecutedPartition>,
+}
+
+impl RunReport {
+    /// Adds what a captured model did to the report of a run of it.
+    pub fn with_capture(mut self, captured: &blaze_runtime::Captured) -> Self {
+        self.execution = Some(captured.execution());
+        self.replays = captured.replays();
+        self.recording = captured.memory();
+        self.recorded_partition = captured.recorded_partition();
+        self
+    }
 }
 
 /// The run's side of a plan contract (`op_stream` filled in once a step has been seen).
@@ -143,5 +166,9 @@ pub fn run_loaded(model: &mut dyn Model, loaded: Option<Loaded>, warmup: u32, se
         plan_load_ms: costs.map(|c| c.0),
         op_stream_check_ms: costs.map(|c| c.1),
         warmup_ms,
+        execution: None,
+        replays: 0,
+        recording: None,
+        recorded_partition: None,
     }
 }

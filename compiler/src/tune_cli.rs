@@ -86,6 +86,13 @@ pub struct TuneArgs {
     /// 120-140 ms cached by position against 111 ms shared, in fresh processes).
     #[arg(long)]
     pub by_position: bool,
+    /// Also race captured execution (forward regime; plan format version 4): after the race,
+    /// Burn's plan and the race's winner each recorded once and replayed with their inputs
+    /// written in place, raced in the same process against Burn's plan and the winner run
+    /// eagerly; a captured plan is kept only if it wins and passes the captured gate (20
+    /// replays on fresh batches against eager execution of the same plan).
+    #[arg(long)]
+    pub captured: bool,
     /// Cut candidates per beam width: the model is traced again under each width and cuts
     /// are enumerated over that (richer or poorer) partition's live cut points. 0: cuts only
     /// over Burn's default partition.
@@ -219,6 +226,7 @@ fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path
         broken: journal::broken_from_env(),
         max_blocks: args.max_blocks.0.clone(),
         by_position: args.by_position,
+        captured: args.captured,
         cuts_per_width: args.cuts_per_width,
         classes: args.classes,
     };

@@ -106,6 +106,7 @@ impl Bundle {
     pub fn validate(&self) -> Result<(), PlanError> {
         let mut keys = std::collections::BTreeSet::new();
         for plan in &self.entries {
+            plan.check_version()?;
             plan.validate()?;
             let key = EntryKey::of(&plan.contract);
             if !keys.insert(key.clone()) {

@@ -13,8 +13,9 @@ use std::collections::BTreeSet;
 
 /// The version this crate writes. Version 2 added [`Settings`] (a version-1 file reads as a
 /// plan with Burn's own settings); version 3 added [`Settings::store`] (a version-2 file reads
-/// as a plan whose store is the default for its cuts).
-pub const FORMAT_VERSION: u32 = 3;
+/// as a plan whose store is the default for its cuts); version 4 added [`Settings::execution`]
+/// (a file of an older version reads as eager execution).
+pub const FORMAT_VERSION: u32 = 4;
 /// The oldest version this crate reads.
 pub const OLDEST_READABLE: u32 = 1;
 
@@ -108,6 +109,30 @@ pub struct Settings {
     /// when the plan has cuts, shared when it has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store: Option<PlanStore>,
+    /// How a step runs (version 4 on); absent: eager, every operation issued by the host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<Execution>,
+}
+
+/// How a step's kernels reach the device. The plan's fusion (cuts, width, store) decides which
+/// kernels there are; execution decides how they are issued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Execution {
+    /// Every step goes through Burn: autodiff, the fusion stream, CubeCL's launch path.
+    Eager,
+    /// One step is recorded after warm-up with the plan's fusion in force and replayed for
+    /// every later step, its inputs written in place before each replay (forward regime only).
+    /// Kept only after the replay verified against eager execution of the same plan.
+    Captured,
+}
+
+impl Execution {
+    fn word(self) -> &'static str {
+        match self {
+            Execution::Eager => "eager",
+            Execution::Captured => "captured",
+        }
+    }
 }
 
 /// How Burn's fuser caches the plans it explores under a plan (burn-fusion's plan store).
@@ -147,6 +172,21 @@ impl Settings {
         Self { max_blocks, ..Self::default() }
     }
 
+    /// Whether steps are replayed from a recording.
+    pub fn is_captured(&self) -> bool {
+        self.execution == Some(Execution::Captured)
+    }
+
+    /// These settings with eager execution: the fusion the plan installs, whatever runs it.
+    pub fn eager(&self) -> Self {
+        Self { execution: None, ..*self }
+    }
+
+    /// These settings, captured.
+    pub fn captured(&self) -> Self {
+        Self { execution: Some(Execution::Captured), ..*self }
+    }
+
     /// Text form: `burn` for none, else `blocks=2 tasks=16 store=position` (the parts that are set).
     pub fn to_text(&self) -> String {
         let mut parts = Vec::new();
@@ -159,12 +199,20 @@ impl Settings {
         if let Some(store) = self.store {
             parts.push(format!("store={}", store.word()));
         }
+        if let Some(execution) = self.execution {
+            parts.push(format!("exec={}", execution.word()));
+        }
         if parts.is_empty() { "burn".into() } else { parts.join(" ") }
     }
 
-    /// Reads one `blocks=N` / `tasks=N` / `store=shared|position` word into `self`; `Ok(false)`
-    /// when `word` is none of them.
+    /// Reads one `blocks=N` / `tasks=N` / `store=shared|position` / `exec=eager|captured` word
+    /// into `self`; `Ok(false)` when `word` is none of them.
     pub fn read_word(&mut self, word: &str) -> Result<bool, String> {
+        if let Some(value) = word.strip_prefix("exec=") {
+            let execution = [Execution::Eager, Execution::Captured].into_iter().find(|e| e.word() == value);
+            self.execution = Some(execution.ok_or_else(|| format!("`{word}`: expected exec=eager or exec=captured"))?);
+            return Ok(true);
+        }
         if let Some(value) = word.strip_prefix("store=") {
             let store = [PlanStore::Shared, PlanStore::ByPosition].into_iter().find(|s| s.word() == value);
             self.store = Some(store.ok_or_else(|| format!("`{word}`: expected store=shared or store=position"))?);
@@ -233,6 +281,12 @@ pub enum PlanError {
     SettingsInVersion1,
     #[error("plan file versions 1 and 2 cannot hold a plan store setting (it came with version 3)")]
     StoreBeforeVersion3,
+    #[error("plan file versions 1 to 3 cannot hold an execution setting (it came with version 4)")]
+    ExecutionBeforeVersion4,
+    #[error("captured execution is for the forward regime; this plan is for training, whose persistent state a replay would not write back")]
+    CapturedTraining,
+    #[error("captured execution records plans without cuts only: a recorded step does not register the operations that make its inputs from data, so cut positions would not name the same operations there")]
+    CapturedCuts,
     #[error("a plan with cuts caches its plans by position; store = shared is not possible with cuts")]
     SharedStoreWithCuts,
     #[error("plan lists a cut more than once: {0}")]
@@ -262,6 +316,7 @@ impl PlanFile {
     /// still read it), 2 with them. [`Self::to_ron`] writes at least this.
     pub fn required_version(&self) -> u32 {
         match &self.settings {
+            s if s.execution.is_some() => 4,
             s if s.store.is_some() => 3,
             s if s.is_default() => 1,
             _ => 2,
@@ -296,19 +351,28 @@ impl PlanFile {
                 newest: FORMAT_VERSION,
             });
         }
-        // Version 1 has no settings (it reads as Burn's), version 2 no store (it reads as the
-        // default for its cuts); otherwise they are version 3 less a field or two, so all parse
-        // into the same struct. A version-1 file is kept at version 1 in
-        // memory: written back, it stays readable by the Blaze that wrote it.
+        // Version 1 has no settings (it reads as Burn's), 2 no store (the default for its cuts),
+        // 3 no execution (eager); otherwise they are version 4 less a field or two, so all parse
+        // into the same struct. A file is kept at its version in memory: written back, it stays
+        // readable by the Blaze that wrote it.
         let plan: PlanFile = ron::from_str(text).map_err(|e| PlanError::Malformed(e.to_string()))?;
-        if plan.format_version == 1 && !plan.settings.is_default() {
-            return Err(PlanError::SettingsInVersion1);
-        }
-        if plan.format_version < 3 && plan.settings.store.is_some() {
-            return Err(PlanError::StoreBeforeVersion3);
-        }
+        plan.check_version()?;
         plan.validate()?;
         Ok(plan)
+    }
+
+    /// A file's version must be able to hold every field it has (a bundle's entries too).
+    pub fn check_version(&self) -> Result<(), PlanError> {
+        if self.format_version == 1 && !self.settings.is_default() {
+            return Err(PlanError::SettingsInVersion1);
+        }
+        if self.format_version < 3 && self.settings.store.is_some() {
+            return Err(PlanError::StoreBeforeVersion3);
+        }
+        if self.format_version < 4 && self.settings.execution.is_some() {
+            return Err(PlanError::ExecutionBeforeVersion4);
+        }
+        Ok(())
     }
 
     /// Internal consistency: every cut is a known cut point inside the step, once; settings in
@@ -331,6 +395,12 @@ impl PlanFile {
         }
         if !self.cuts.is_empty() && self.settings.store == Some(PlanStore::Shared) {
             return Err(PlanError::SharedStoreWithCuts);
+        }
+        if self.settings.is_captured() && self.contract.regime == Regime::Training {
+            return Err(PlanError::CapturedTraining);
+        }
+        if self.settings.is_captured() && !self.cuts.is_empty() {
+            return Err(PlanError::CapturedCuts);
         }
         self.settings.validate()
     }

@@ -39,3 +39,46 @@ pub fn fused_target() -> Option<u64> {
 pub fn fused_faults_landed() -> u64 {
     burn_fusion::cut::fused_faults()
 }
+
+/// Test-only faults in captured execution, so the gate's and the recorder's refusal branches
+/// run on a real device. Never set outside tests and blazec's hidden test switch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaptureFault {
+    /// A host write (a tensor made from data) inside the recording window: the backend refuses
+    /// the recording at its stop.
+    WriteInsideRecording,
+    /// Inputs "refreshed" by adopting the fresh tensor's new buffer instead of writing into the
+    /// held one: replays read the recorded (stale) buffer.
+    RefreshByAllocation,
+}
+
+/// Environment variable for [`inject_capture`] (`write` or `realloc`), read by blazec.
+pub const CAPTURE_FAULT_ENV: &str = "BLAZE_INJECT_CAPTURE_FAULT";
+
+static CAPTURE_FAULT: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+pub fn inject_capture(fault: Option<CaptureFault>) {
+    let code = match fault {
+        None => 0,
+        Some(CaptureFault::WriteInsideRecording) => 1,
+        Some(CaptureFault::RefreshByAllocation) => 2,
+    };
+    CAPTURE_FAULT.store(code, Ordering::SeqCst);
+}
+
+pub fn capture_fault() -> Option<CaptureFault> {
+    match CAPTURE_FAULT.load(Ordering::Relaxed) {
+        1 => Some(CaptureFault::WriteInsideRecording),
+        2 => Some(CaptureFault::RefreshByAllocation),
+        _ => None,
+    }
+}
+
+/// The fault an environment value names (`write`, `realloc`).
+pub fn capture_fault_named(value: &str) -> Result<CaptureFault, String> {
+    match value {
+        "write" => Ok(CaptureFault::WriteInsideRecording),
+        "realloc" => Ok(CaptureFault::RefreshByAllocation),
+        _ => Err(format!("{CAPTURE_FAULT_ENV}={value}: expected write or realloc")),
+    }
+}

@@ -40,6 +40,13 @@ impl BundleHandle {
         self.policy.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// Whether the bundle's entries for `regime` on this device ask for captured execution
+    /// (plan version 4): the decision a program's captured step (`blaze_burn::CapturedForward`)
+    /// follows. False when the bundle fell back or holds no such entry.
+    pub fn captures(&self, regime: blaze_ir::plan::Regime) -> bool {
+        self.fallback.is_none() && self.entries.iter().any(|p| p.contract.regime == regime && p.settings.is_captured())
+    }
+
     /// Every decision of the watch so far, one line each.
     pub fn events(&self) -> Vec<String> {
         self.watch.as_ref().map(|w| w.watch.events()).unwrap_or_default()

@@ -17,13 +17,18 @@
 //! * [`BlockTimer`]: a `FusionObserver` that times the host's work per executed block.
 //! * [`StepRecorder`]: a `FusionObserver` that records one step's operations and executed
 //!   blocks, for traces and partition fingerprints.
+//! * [`Captured`]: captured execution (plan version 4): a model's step recorded once and
+//!   replayed, eager execution kept with one warning whenever recording or replay fails.
 //!
-//! Invariant: nothing here runs tensor operations or touches a device; it only configures the
+//! Invariant: nothing here runs tensor operations or touches a device (a captured model's
+//! recording and replays are the model's own, through [`RecordableStep`]); it only configures the
 //! fuser and listens to it.
 mod block_timer;
+pub mod captured;
 mod init;
 pub mod fault;
 mod load;
+pub mod numerics;
 pub mod model;
 mod policy;
 mod recorder;
@@ -31,7 +36,8 @@ pub mod settings;
 mod thread_clock;
 pub mod watch;
 
-pub use model::{Description, Model, ModelFactory, StepOutput};
+pub use model::{Description, Model, ModelFactory, RecordableStep, Recording, RecordingMemory, StepOutput};
+pub use captured::{CaptureState, Captured};
 pub use init::{BundleHandle, load_bundle, preset_submission_batch};
 pub use load::{LoadOutcome, PlanHandle, fallback_warning, load_plan, load_plan_text};
 pub use policy::{CutSet, EXPLORE_PROBE_KEY, UNFUSED_KEY, Unfused, activate, activate_burn_default, activate_with, activate_explore_probe, activate_explore_probe_with, activate_unfused};

@@ -51,6 +51,57 @@ pub trait Model {
     fn step(&mut self, capture: bool) -> StepOutput;
     /// Wait until the device has finished all work (a fusion sync point).
     fn sync(&self);
+    /// The step in the form that can be recorded once and replayed (captured execution,
+    /// [`crate::captured`]), or why this model cannot be recorded.
+    fn recordable(&mut self) -> Result<&mut dyn RecordableStep, String> {
+        Err(format!("{} does not offer a recordable step (Model::recordable)", self.describe().name))
+    }
+}
+
+/// A step that can be recorded once and replayed.
+///
+/// Contract (what makes a replay compute what an eager step computes):
+/// * the step's inputs live in device tensors the model holds for the whole run, and
+///   `refresh_inputs` writes the next batch into those same buffers (in place; never a new
+///   tensor: a recording reads the buffers it saw), outside any recording. The batches are the
+///   ones [`Model::step`] would have used, in the same order;
+/// * `record` registers the step's device work on those inputs and nothing else: no host
+///   write, read or sync inside the recording, and it keeps the step's outputs in tensors of
+///   the recording it returns;
+/// * the step changes no state a later step reads (forward regime): a replay writes nothing
+///   back.
+pub trait RecordableStep {
+    /// Writes the next batch into the step's input tensors; `Err` when it cannot be done in
+    /// place (a clone of an input is alive elsewhere).
+    fn refresh_inputs(&mut self) -> Result<(), String>;
+    /// Records the step on the inputs as they are now (after warming the recorded form up).
+    fn record(&mut self) -> Result<Box<dyn Recording>, String>;
+}
+
+/// One live recording of a step.
+pub trait Recording {
+    /// Replays the recorded kernels on the inputs as they are now.
+    fn replay(&mut self) -> Result<(), String>;
+    /// Reads the loss (and with `capture` the outputs) of the last recording or replay.
+    fn read(&mut self, capture: bool) -> StepOutput;
+    /// What the recording holds on the device.
+    fn memory(&self) -> RecordingMemory;
+    /// The executed partition observed while recording (the plan's fusion in force), if observed.
+    fn partition(&self) -> Option<blaze_ir::ExecutedPartition> {
+        None
+    }
+}
+
+/// Device memory around a recording: a live recording pins every page it touched until it is
+/// dropped, so what the pools reserve with it live is the memory to budget for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RecordingMemory {
+    /// Bytes the memory pools reserved before recording, and with the recording live (None:
+    /// the backend does not report its pools).
+    pub reserved_before: Option<u64>,
+    pub reserved_live: Option<u64>,
+    /// Bytes in live allocations with the recording live.
+    pub in_use_live: Option<u64>,
 }
 
 /// Builds fresh model instances. Two instances built with the same regime start from the same

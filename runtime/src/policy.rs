@@ -122,3 +122,4 @@ pub fn activate_unfused() {
 pub fn activate_burn_default() -> Arc<CutSet> {
     activate(&[])
 }
+

@@ -10,7 +10,7 @@ use super::race::{Entrant, Race, RaceRules, Visitor, race};
 use crate::candidate::Candidate;
 use crate::confirm::install;
 use crate::session::{Settle, SETTLE, settle, timed_step};
-use blaze_runtime::{Model, activate_burn_default};
+use blaze_runtime::{Model, Recording, activate_burn_default};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -45,6 +45,10 @@ pub struct VisitShape {
     pub steps_per_visit: u32,
     /// Untimed settling steps before the race.
     pub settle_steps: usize,
+    /// Captured candidates: the device memory around each live recording, by candidate id
+    /// (absent in older files and races without captured candidates).
+    #[serde(default)]
+    pub recordings: Vec<(usize, blaze_runtime::RecordingMemory)>,
 }
 
 /// Test-only slowdown of one candidate: every timed step of its visits is made longer by
@@ -61,6 +65,8 @@ pub struct Slowdown {
 pub struct DeviceVisitor<'a> {
     model: &'a mut dyn Model,
     candidates: BTreeMap<usize, Candidate>,
+    /// The recording of each captured candidate, or why it could not be made.
+    recordings: BTreeMap<usize, Result<Box<dyn Recording>, String>>,
     pub shape: VisitShape,
     slowdown: Option<(usize, Duration)>,
     pub steps: u64,
@@ -75,10 +81,15 @@ impl<'a> DeviceVisitor<'a> {
         let (step_ms, _) = median_step_ms(model);
         let steps_per_visit = steps_per_visit(step_ms);
         let slowdown = slowdown.map(|s| (s.id, Duration::from_secs_f64(s.fraction * step_ms / 1e3)));
+        let recordings: BTreeMap<usize, Result<Box<dyn Recording>, String>> =
+            candidates.iter().filter(|c| c.is_captured()).map(|c| (c.id, record_candidate(model, c))).collect();
+        install(reference);
+        let memory = recordings.iter().filter_map(|(id, r)| Some((*id, r.as_ref().ok()?.memory()))).collect();
         Self {
             model,
+            recordings,
             candidates: candidates.iter().map(|c| (c.id, (*c).clone())).collect(),
-            shape: VisitShape { step_ms, steps_per_visit, settle_steps },
+            shape: VisitShape { step_ms, steps_per_visit, settle_steps, recordings: memory },
             slowdown,
             steps: (settle_steps + SIZING_STEPS) as u64,
         }
@@ -92,28 +103,56 @@ impl Visitor for DeviceVisitor<'_> {
         let k = self.shape.steps_per_visit;
         let delay = self.slowdown.filter(|(s, _)| *s == id).map(|(_, d)| d * k);
         let model = &mut *self.model;
-        let visit = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| visit_block(model, k, delay)));
+        let recording = match self.recordings.get_mut(&id) {
+            Some(Ok(recording)) => Some(recording),
+            Some(Err(why)) => return Err(format!("not recorded: {why}")),
+            None => None,
+        };
+        let visit = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| visit_steps(model, recording, k, delay)));
         self.steps += 1 + k as u64;
-        visit.map_err(|_| "panicked while stepping".to_string())
+        visit.map_err(|_| "panicked while stepping".to_string())?
     }
+}
+
+/// A captured candidate's recording, made on the race's model after its eager fusion has run
+/// (explored, compiled) for [`crate::confirm::CONFIRM_WARMUP`] steps.
+fn record_candidate(model: &mut dyn Model, candidate: &Candidate) -> Result<Box<dyn Recording>, String> {
+    install(candidate);
+    crate::session::warm_up(model, crate::confirm::CONFIRM_WARMUP);
+    blaze_runtime::captured::record_on(model)
 }
 
 /// One visit's steps: a switch step (a plan-store switch happens at its sync), then `k` steps
 /// timed with the device synchronised only at the block's ends; `delay` (test only) is added
 /// inside the timed region. Returns ms per timed step. Also the visit of `blazec serve`.
 pub fn visit_block(model: &mut dyn Model, k: u32, delay: Option<Duration>) -> f64 {
+    visit_steps(model, None, k, delay).expect("eager steps do not fail")
+}
+
+/// [`visit_block`] whose steps replay `recording` (a captured candidate: each step writes the
+/// next batch into the inputs, then replays) instead of stepping eagerly.
+fn visit_steps(model: &mut dyn Model, mut recording: Option<&mut Box<dyn Recording>>, k: u32, delay: Option<Duration>) -> Result<f64, String> {
+    let mut step = |model: &mut dyn Model| -> Result<(), String> {
+        match recording.as_mut() {
+            Some(r) => blaze_runtime::captured::replay_on(model, r.as_mut(), false).map(drop),
+            None => {
+                model.step(false);
+                Ok(())
+            }
+        }
+    };
     model.sync();
-    model.step(false);
+    step(model)?;
     model.sync();
     let start = Instant::now();
     for _ in 0..k {
-        model.step(false);
+        step(model)?;
     }
     model.sync();
     if let Some(d) = delay {
         spin_until(start.elapsed() + d, start);
     }
-    start.elapsed().as_secs_f64() * 1e3 / k as f64
+    Ok(start.elapsed().as_secs_f64() * 1e3 / k as f64)
 }
 
 /// Busy-waits until `start + until` (a sleep would overshoot by the scheduler's slack).

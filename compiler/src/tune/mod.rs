@@ -56,6 +56,8 @@ pub struct TuneOptions {
     pub cuts_per_width: usize,
     /// Cut candidates by cut-point class (the same place in every layer) instead of sampled.
     pub classes: bool,
+    /// Race captured execution after the race: Burn's plan and the winner, captured.
+    pub captured: bool,
 }
 
 /// Fusion off in a process of its own (BURN_FUSION_MAX_EXPLORATIONS=0): the cross-check of the
@@ -144,11 +146,22 @@ pub struct TuneResult {
     /// after the in-process race (absent when not asked for, and in older files).
     #[serde(default)]
     pub process_race: Option<processes::ProcessRace>,
+    /// The race of captured execution after the first race (Burn's plan, the winner eager, both
+    /// captured), when asked for; its candidates are also in `timed`, marked `exec=captured`.
+    #[serde(default)]
+    pub captured_race: Option<Race>,
+    /// How the captured race's visits were sized, with the memory around each recording.
+    #[serde(default)]
+    pub captured_visit: Option<VisitShape>,
     #[serde(skip)]
     pub plan: Option<blaze_ir::PlanFile>,
 }
 
 pub fn tune(factory: &dyn ModelFactory, opts: &TuneOptions, progress: &mut dyn FnMut(&str)) -> anyhow::Result<TuneResult> {
+    anyhow::ensure!(
+        !opts.captured || opts.regime == Regime::Forward,
+        "--captured races captured execution of forward steps; a training step's state is not written back in place by a replay"
+    );
     let start = Instant::now();
     progress("trace");
     let traced = trace(factory, &TraceOptions::new(opts.regime, opts.warmup))?;
@@ -201,24 +214,27 @@ pub fn tune(factory: &dyn ModelFactory, opts: &TuneOptions, progress: &mut dyn F
     })
     .map_err(anyhow::Error::msg)?;
     let race_s = race_start.elapsed().as_secs_f64();
-    drop(model);
-    let samples = race.samples();
-    let mut timed: Vec<Timed> = racers
-        .iter()
-        .filter_map(|c| {
-            let ms = samples.get(&c.id)?;
-            let standing = race.standings.iter().find(|s| s.id == c.id).cloned();
-            let outcome = standing.as_ref().map_or("reference: Burn's plan".into(), |s| s.describe());
-            Some(Timed { id: c.id, cuts: c.to_text(), summary: Summary::of(ms), samples: ms.clone(), outcome, standing })
-        })
-        .collect();
+    let mut timed = timed_of(&racers, &race);
     progress("select and verify");
-    let (selected, selection, verify) = select(factory, opts, &cands, &race, &mut timed, progress);
+    let first = select(factory, opts, &cands, &race, &mut timed, progress);
+    let requested = cands.len();
+    let (mut captured_race, mut captured_visit) = (None, None);
+    let (selected, selection, verify) = match opts.captured {
+        false => first,
+        true => {
+            // Captured candidates take the ids after the fusion-off arm's.
+            cands.push(off.clone());
+            let (selection, race, shape) = race_captured(factory, opts, model.as_mut(), &mut cands, first, &mut timed, progress)?;
+            (captured_race, captured_visit) = (Some(race), Some(shape));
+            selection
+        }
+    };
+    drop(model);
     let window_s = start.elapsed().as_secs_f64();
 
     let median_of = |id: usize| timed.iter().find(|t| t.id == id).map(|t| t.summary.median);
     let (burn, kept, off_ms) = (median_of(0), median_of(selected), median_of(off.id));
-    let steps_in_window = steps as f64 + (cands.len() as f64) * 3.0;
+    let steps_in_window = steps as f64 + (requested as f64) * 3.0;
     let break_even = |slow: Option<f64>| -> Option<(f64, f64)> {
         let (slow, fast) = (slow?, kept?);
         (slow > fast).then(|| {
@@ -250,7 +266,7 @@ pub fn tune(factory: &dyn ModelFactory, opts: &TuneOptions, progress: &mut dyn F
         date: crate::files::now_utc(),
         protocol: stats::PROTOCOL.into(),
         results_file: opts.results_file.clone(),
-        requested: cands.len(),
+        requested,
         collapsed_by_egraph: canon.collapsed(),
         collapsed_by_confirm: groups.iter().map(|g| g.len() - 1).sum(),
         broken: opts.broken.iter().cloned().chain(race.standings.iter().filter_map(|s| match &s.verdict {
@@ -276,8 +292,76 @@ pub fn tune(factory: &dyn ModelFactory, opts: &TuneOptions, progress: &mut dyn F
         race: Some(race),
         timed,
         process_race: None,
+        captured_race,
+        captured_visit,
         plan: Some(plan),
     })
+}
+
+/// Every raced candidate's samples, summary and standing against Burn's plan.
+fn timed_of(racers: &[&Candidate], race: &Race) -> Vec<Timed> {
+    let samples = race.samples();
+    racers
+        .iter()
+        .filter_map(|c| {
+            let ms = samples.get(&c.id)?;
+            let standing = race.standings.iter().find(|s| s.id == c.id).cloned();
+            let outcome = standing.as_ref().map_or("reference: Burn's plan".into(), |s| s.describe());
+            Some(Timed { id: c.id, cuts: c.to_text(), summary: Summary::of(ms), samples: ms.clone(), outcome, standing })
+        })
+        .collect()
+}
+
+type Selection = (usize, String, VerifyOutcome);
+
+/// The captured race, on the first race's model: Burn's plan and the first race's selection
+/// (when it is not Burn's), each run eagerly and captured (recorded on this model, replayed
+/// with fresh batches written in place), raced against Burn's plan with the same visits and
+/// statistics. A captured winner replaces the selection only if it passes the captured gate;
+/// the first selection stands when the eager winner is the best winner, or nothing else keeps.
+fn race_captured(
+    factory: &dyn ModelFactory,
+    opts: &TuneOptions,
+    model: &mut dyn blaze_runtime::Model,
+    cands: &mut Vec<Candidate>,
+    first: Selection,
+    timed: &mut Vec<Timed>,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<(Selection, Race, VisitShape)> {
+    let winner = first.0;
+    let mut arms = vec![cands[0].clone(), cands[0].captured(cands.len())];
+    // Plans with cuts are not recorded (plan validation): their winner races eagerly only.
+    if winner != 0 {
+        arms.push(cands[winner].clone());
+        if cands[winner].cuts.is_empty() {
+            arms.push(cands[winner].captured(cands.len() + 1));
+        }
+    }
+    cands.extend(arms.iter().filter(|c| c.is_captured()).cloned());
+    let refs: Vec<&Candidate> = arms.iter().collect();
+    progress(&format!("racing captured execution ({} arms)", refs.len() - 1));
+    let max = opts.rules.max_rounds;
+    let (race, shape, _) = measure::race_on_device(model, &refs, |_| true, &opts.rules, None, |r, n| {
+        progress(&format!("captured round {r}/{max} ({n} racing)"))
+    })
+    .map_err(anyhow::Error::msg)?;
+    let captured: Vec<&Candidate> = refs.iter().copied().filter(|c| c.is_captured()).collect();
+    timed.extend(timed_of(&captured, &race));
+    for w in race.winners() {
+        if w.id == winner {
+            break;
+        }
+        progress(&format!("verify c{} (captured gate)", w.id));
+        let v = verify::verify(factory, opts.regime, &cands[w.id], false);
+        let t = timed.iter_mut().find(|t| t.id == w.id).expect("winners were timed");
+        if v.keeps() {
+            t.outcome = format!("kept: {}; verified (captured gate)", w.describe());
+            let why = format!("c{} {}; {} (captured race); first race: {}", w.id, w.describe(), race.stop_text(), first.1);
+            return Ok(((w.id, why, v), race, shape));
+        }
+        t.outcome = format!("refused by the captured gate: {v:?} ({})", w.describe());
+    }
+    Ok((first, race, shape))
 }
 
 /// Traces the model under beam width `width`, enumerates cut plans over that partition's live

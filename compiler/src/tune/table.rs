@@ -15,11 +15,14 @@ pub enum Kind {
     Settings,
     /// At least one cut, with or without settings.
     Cuts,
+    /// Captured execution (`exec=captured`), whatever its fusion.
+    Captured,
 }
 
 pub fn kind_of(label: &str) -> Kind {
     let body = label.split_once(": ").map_or(label, |(_, b)| b);
     match body.trim() {
+        b if b.split_whitespace().any(|t| t == "exec=captured") => Kind::Captured,
         "burn" => Kind::Burn,
         "fusion-off" => Kind::FusionOff,
         b if b.split_whitespace().all(|t| t.contains('=')) => Kind::Settings,
@@ -88,6 +91,18 @@ fn processes_cell(r: &TuneResult) -> String {
         Some((a, s)) => format!("tasks={}{reference}: {:.4} [{:.4}, {:.4}]{}{control}", a.max_tasks, s.ratio, s.lo, s.hi, if p.kept == Some(a.max_tasks) { ", kept" } else { "" }),
         None => format!("none raced ({})", p.stop),
     }
+}
+
+/// The best captured candidate's ratio with its interval and the device memory the pools
+/// reserved with its recording live, or `not raced`.
+fn captured_cell(r: &TuneResult) -> String {
+    if r.captured_race.is_none() {
+        return "not raced".into();
+    }
+    let Some(t) = best(r, Kind::Captured) else { return "none recorded".into() };
+    let memory = r.captured_visit.as_ref().and_then(|v| v.recordings.iter().find(|(id, _)| *id == t.id)).and_then(|(_, m)| m.reserved_live);
+    let pinned = memory.map_or(String::new(), |b| format!("; {:.0} MiB reserved", b as f64 / (1u64 << 20) as f64));
+    format!("{}{pinned}", ratio_cell(t, true))
 }
 
 /// The kept plan against the best stock setting (the faster of Burn's plan and fusion off by
@@ -182,7 +197,7 @@ fn row(r: &TuneResult, against: &AgainstStock) -> String {
     let cell = |kind: Kind| best(r, kind).map_or("–".to_string(), |t| ratio_cell(t, kind != Kind::FusionOff));
     let stop = r.race_stop.split(':').next().unwrap_or("").trim().to_string();
     format!(
-        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} + {:.1} s | {} / {} |",
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} + {:.1} s | {} / {} |",
         r.model,
         r.regime,
         r.shapes,
@@ -190,6 +205,7 @@ fn row(r: &TuneResult, against: &AgainstStock) -> String {
         cell(Kind::FusionOff),
         cell(Kind::Settings),
         cell(Kind::Cuts),
+        captured_cell(r),
         processes_cell(r),
         kept(r),
         against.cell(),
@@ -201,7 +217,7 @@ fn row(r: &TuneResult, against: &AgainstStock) -> String {
     )
 }
 
-pub const HEADER: &str = "| workload | regime | shapes | Burn's plan ms (IQR) | fusion off: ratio [interval] | best settings-only: ratio [interval] | best with cuts: ratio [interval] | submission batch across processes: ratio to the reference process [interval] | kept | kept / best stock | race stop | cold (trace + confirm) + window | break-even vs default / vs best stock |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|";
+pub const HEADER: &str = "| workload | regime | shapes | Burn's plan ms (IQR) | fusion off: ratio [interval] | best settings-only: ratio [interval] | best with cuts: ratio [interval] | best captured: ratio [interval]; pools reserved with the recording live | submission batch across processes: ratio to the reference process [interval] | kept | kept / best stock | race stop | cold (trace + confirm) + window | break-even vs default / vs best stock |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|";
 
 /// Reads each results file and prints the table (rows in the order given) with each file's
 /// provenance first.
@@ -243,6 +259,9 @@ mod tests {
         assert_eq!(kind_of("c3: b5 b7"), Kind::Cuts);
         assert_eq!(kind_of("c4: blocks=2 b5"), Kind::Cuts);
         assert_eq!(shorten("blocks=2 b5 b9"), "blocks=2 + 2 cuts");
+        assert_eq!(kind_of("c20: exec=captured"), Kind::Captured);
+        assert_eq!(kind_of("c21: blocks=3 exec=captured"), Kind::Captured);
+        assert_eq!(kind_of("c22: blocks=3 exec=captured b5"), Kind::Captured);
     }
 
     #[test]

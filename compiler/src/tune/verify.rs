@@ -7,9 +7,10 @@ use blaze_ir::plan::Regime;
 use blaze_runtime::{ModelFactory, activate_burn_default};
 use serde::{Deserialize, Serialize};
 
-/// Tolerance for "equal within f32 rounding" (see the foundation tests for the reasoning):
-/// relative to the largest magnitude; every argmax must still be identical.
-pub const REL_TOL: f32 = 1e-5;
+/// Tolerance for "equal within f32 rounding" (`blaze_runtime::numerics`): relative to the
+/// largest magnitude; every argmax must still be identical.
+pub const REL_TOL: f32 = blaze_runtime::numerics::VERIFY_TOLERANCE;
+pub use blaze_runtime::numerics::max_rel_diff;
 /// Steps of the probe (the last one's logits are compared, every step's loss).
 pub const PROBE_STEPS: u32 = 3;
 
@@ -76,10 +77,13 @@ pub fn probe_steps(factory: &dyn ModelFactory, regime: Regime, candidate: &Candi
 }
 
 /// Compares the probe under `winner` (optionally with the test-only fault injected) with the
-/// probe under Burn's plan.
+/// probe under Burn's plan. A captured winner goes through [`verify_captured`] instead.
 pub fn verify(factory: &dyn ModelFactory, regime: Regime, winner: &Candidate, inject_fault: bool) -> VerifyOutcome {
     if winner.is_burn() {
         return VerifyOutcome::NothingToCheck;
+    }
+    if winner.is_captured() {
+        return verify_captured(factory, regime, winner, CAPTURED_GATE_STEPS);
     }
     let (ours, burn) = match (probe(factory, regime, winner, inject_fault), probe(factory, regime, &Candidate::new(0, vec![]), false)) {
         (Ok(a), Ok(b)) => (a, b),
@@ -95,6 +99,59 @@ pub fn verify(factory: &dyn ModelFactory, regime: Regime, winner: &Candidate, in
         Ok(again) => unreproducible(&burn, &again).map_or(outcome, VerifyOutcome::Refused),
         Err(_) => outcome,
     }
+}
+
+/// Steps of the captured gate: the eager warm-up of [`blaze_runtime::captured::WARM_STEPS`],
+/// the recorded step, then 20 replays, every one on a fresh batch.
+pub const CAPTURED_GATE_STEPS: u32 = blaze_runtime::captured::WARM_STEPS as u32 + 1 + 20;
+
+/// The captured gate: a fresh seeded instance under `winner` captured against a fresh one under
+/// the same fusion run eagerly, `steps` steps each, every step's loss and outputs compared.
+/// Refused when the recording did not happen or fell back (whatever the numbers), or when any
+/// step differs beyond the tolerance: a replay that reads stale inputs or state shows there.
+pub fn verify_captured(factory: &dyn ModelFactory, regime: Regime, winner: &Candidate, steps: u32) -> VerifyOutcome {
+    let eager = gate_probe(factory, regime, &winner.eager(), steps);
+    let captured = gate_probe(factory, regime, winner, steps);
+    let ((captured, execution), (eager, _)) = match (captured, eager) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => return VerifyOutcome::Refused(format!("broken: {e}")),
+    };
+    if execution.as_deref() != Some("captured") {
+        return VerifyOutcome::Refused(format!("not captured: {}", execution.unwrap_or_default()));
+    }
+    numbers(&captured, &eager)
+}
+
+/// Every step's loss and outputs of a fresh instance under `candidate` (wrapped in
+/// [`blaze_runtime::Captured`] when the candidate is captured, then with its execution state).
+pub fn gate_probe(factory: &dyn ModelFactory, regime: Regime, candidate: &Candidate, steps: u32) -> Result<(Probe, Option<String>), String> {
+    install(candidate);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let built = factory.build(regime)?;
+        let (mut captured, mut eager) = match candidate.is_captured() {
+            true => (Some(blaze_runtime::Captured::new(built)), None),
+            false => (None, Some(built)),
+        };
+        let model: &mut dyn blaze_runtime::Model = match (&mut captured, &mut eager) {
+            (Some(c), _) => c,
+            (None, Some(m)) => m.as_mut(),
+            (None, None) => unreachable!("one of the two is built"),
+        };
+        let (mut losses, mut logits, mut classes) = (Vec::new(), Vec::new(), 0);
+        for _ in 0..steps.max(1) {
+            model.sync();
+            let out = model.step(true);
+            losses.push(out.loss);
+            logits.extend(out.logits);
+            classes = out.classes;
+        }
+        model.sync();
+        let partition = captured.as_ref().and_then(|c| c.recorded_partition()).unwrap_or_default();
+        let probe = Probe { losses, logits, classes, fingerprint: partition.fingerprint(), blocks: partition.blocks.len(), fused_blocks: partition.fused_blocks().count(), partition };
+        Ok((probe, captured.as_ref().map(|c| c.execution())))
+    }));
+    activate_burn_default();
+    result.unwrap_or_else(|_| Err("the probe panicked".into()))
 }
 
 /// `Some(reason)` when two fresh instances under Burn's plan computed different numbers.
@@ -134,12 +191,6 @@ fn numbers(ours: &Probe, burn: &Probe) -> VerifyOutcome {
     } else {
         VerifyOutcome::Verified { identical: false, max_rel_diff: rel }
     }
-}
-
-/// Largest absolute difference relative to the largest magnitude in `a`.
-pub fn max_rel_diff(a: &[f32], b: &[f32]) -> f32 {
-    let scale = a.iter().fold(0f32, |m, x| m.max(x.abs())).max(1e-6);
-    a.iter().zip(b).map(|(x, y)| (x - y).abs() / scale).fold(0f32, f32::max)
 }
 
 /// Row-wise argmax of row-major logits with `classes` columns.

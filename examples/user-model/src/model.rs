@@ -1,7 +1,7 @@
 //! tiny-mlp-lm: predicts the next byte of this very source file from the previous one with an
 //! embedding and a two-layer MLP. Written the way a Burn user would, against the Model trait.
 use blaze_ir::plan::Regime;
-use blaze_runtime::{Description, Model, ModelFactory, StepOutput};
+use blaze_runtime::{Description, Model, ModelFactory, RecordableStep, Recording, StepOutput};
 use burn::module::Module;
 use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
 use burn::nn::{Embedding, EmbeddingConfig, Gelu, Linear, LinearConfig};
@@ -12,7 +12,7 @@ pub const NAME: &str = "tiny-mlp-lm";
 static TEXT: &[u8] = include_bytes!("model.rs");
 
 #[derive(Module, Debug)]
-struct Net {
+pub(crate) struct Net {
     embed: Embedding,
     hidden: Linear,
     act: Gelu,
@@ -20,7 +20,20 @@ struct Net {
 }
 
 impl Net {
-    fn forward(&self, x: Tensor<2, Int>) -> Tensor<3> {
+    /// The seeded net on `device`, as every instance starts (parameters drawn now).
+    pub(crate) fn seeded(device: &Device) -> Self {
+        device.seed(0);
+        // Burn initialises parameters lazily; force it now, right after seeding, so every
+        // instance starts from the same weights (verification compares fresh instances).
+        blaze_burn::init_params(Net {
+            embed: EmbeddingConfig::new(128, 64).init(device),
+            hidden: LinearConfig::new(64, 256).init(device),
+            act: Gelu::new(),
+            out: LinearConfig::new(256, 128).init(device),
+        })
+    }
+
+    pub(crate) fn forward(&self, x: Tensor<2, Int>) -> Tensor<3> {
         self.out.forward(self.act.forward(self.hidden.forward(self.embed.forward(x))))
     }
 }
@@ -52,15 +65,7 @@ impl ModelFactory for TinyMlpLm {
     fn build(&self, regime: Regime) -> Result<Box<dyn Model>, String> {
         let plain = Device::wgpu(DeviceKind::DefaultDevice);
         let device = if regime == Regime::Training { plain.autodiff() } else { plain };
-        device.seed(0);
-        // Burn initialises parameters lazily; force it now, right after seeding, so every
-        // instance starts from the same weights (verification compares fresh instances).
-        let net = blaze_burn::init_params(Net {
-            embed: EmbeddingConfig::new(128, 64).init(&device),
-            hidden: LinearConfig::new(64, 256).init(&device),
-            act: Gelu::new(),
-            out: LinearConfig::new(256, 128).init(&device),
-        });
+        let net = Net::seeded(&device);
         let desc = Description {
             name: TinyMlpLm::name(self),
             shapes: format!("batch={} seq={}", self.batch, self.seq),
@@ -69,7 +74,8 @@ impl ModelFactory for TinyMlpLm {
             device: blaze_burn::device_info(),
         };
         let loss = CrossEntropyLossConfig::new().init(&device);
-        Ok(Box::new(Run { desc, device, net: Some(net), optim: AdamConfig::new().init(), loss, step: 0, batch: self.batch, seq: self.seq }))
+        let (tokens, targets) = Default::default();
+        Ok(Box::new(Run { desc, device, net: Some(net), optim: AdamConfig::new().init(), loss, step: 0, batch: self.batch, seq: self.seq, tokens, targets }))
     }
 }
 
@@ -82,20 +88,25 @@ struct Run {
     step: usize,
     batch: usize,
     seq: usize,
+    /// The batch in device buffers written in place (captured execution of the forward step).
+    tokens: blaze_burn::StableInput<2, Int>,
+    targets: blaze_burn::StableInput<1, Int>,
 }
 
 impl Run {
     fn batch(&mut self) -> (Tensor<2, Int>, Tensor<1, Int>) {
-        let n = self.batch * self.seq;
-        let start = (self.step * 7919) % (TEXT.len() - n - 1);
         self.step += 1;
-        let xs: Vec<i64> = TEXT[start..start + n].iter().map(|b| (b & 0x7f) as i64).collect();
-        let ys: Vec<i64> = TEXT[start + 1..start + n + 1].iter().map(|b| (b & 0x7f) as i64).collect();
-        (
-            Tensor::from_data(TensorData::new(xs, [self.batch, self.seq]), &self.device),
-            Tensor::from_data(TensorData::new(ys, [n]), &self.device),
-        )
+        batch(self.step - 1, self.batch, self.seq, &self.device)
     }
+}
+
+/// Batch number `step`: ([batch, seq] byte codes of this file, [batch * seq] next bytes).
+pub(crate) fn batch(step: usize, batch: usize, seq: usize, device: &Device) -> (Tensor<2, Int>, Tensor<1, Int>) {
+    let n = batch * seq;
+    let start = (step * 7919) % (TEXT.len() - n - 1);
+    let xs: Vec<i64> = TEXT[start..start + n].iter().map(|b| (b & 0x7f) as i64).collect();
+    let ys: Vec<i64> = TEXT[start + 1..start + n + 1].iter().map(|b| (b & 0x7f) as i64).collect();
+    (Tensor::from_data(TensorData::new(xs, [batch, seq]), device), Tensor::from_data(TensorData::new(ys, [n]), device))
 }
 
 impl Model for Run {
@@ -106,9 +117,7 @@ impl Model for Run {
     fn step(&mut self, capture: bool) -> StepOutput {
         let (x, y) = self.batch();
         let net = self.net.take().expect("net between steps");
-        let logits = net.forward(x);
-        let [b, s, v] = logits.dims();
-        let loss = self.loss.forward(logits.clone().reshape([b * s, v]), y);
+        let (logits, loss) = logits_loss(&net, &self.loss, x, y);
         let net = match self.desc.regime {
             Regime::Training => {
                 let grads = GradientsParams::from_grads(loss.backward(), &net);
@@ -117,13 +126,47 @@ impl Model for Run {
             Regime::Forward => net,
         };
         self.net = Some(net);
-        // Loss first (a sync), then the logits by reference, so capturing adds no operation.
-        let loss = loss.into_data().try_to_vec::<f32>().map_or(f32::NAN, |v| v[0]);
-        let logits_out = if capture { logits.to_data().try_to_vec::<f32>().unwrap_or_default() } else { Vec::new() };
-        StepOutput { loss, logits: logits_out, classes: 128 }
+        read(&loss, &logits, capture)
     }
 
     fn sync(&self) {
         let _ = self.device.sync();
     }
+
+    fn recordable(&mut self) -> Result<&mut dyn RecordableStep, String> {
+        match self.desc.regime {
+            Regime::Forward => Ok(self),
+            Regime::Training => Err("tiny-mlp-lm records its forward step only".into()),
+        }
+    }
+}
+
+/// A forward step that can be recorded: the batch is written into stable device tensors, and
+/// the recorded step computes logits and loss from them.
+impl RecordableStep for Run {
+    fn refresh_inputs(&mut self) -> Result<(), String> {
+        let (x, y) = self.batch();
+        self.tokens.write(x)?;
+        self.targets.write(y)
+    }
+
+    fn record(&mut self) -> Result<Box<dyn Recording>, String> {
+        let Self { device, net, loss, tokens, targets, .. } = self;
+        let net = net.as_ref().expect("net between steps");
+        blaze_burn::record(device, || logits_loss(net, loss, tokens.get(), targets.get()), |(logits, loss), capture| read(loss, logits, capture))
+    }
+}
+
+fn logits_loss(net: &Net, loss: &CrossEntropyLoss, x: Tensor<2, Int>, y: Tensor<1, Int>) -> (Tensor<3>, Tensor<1>) {
+    let logits = net.forward(x);
+    let [b, s, v] = logits.dims();
+    let loss = loss.forward(logits.clone().reshape([b * s, v]), y);
+    (logits, loss)
+}
+
+/// Loss first (a sync), then the logits by reference, so capturing adds no operation.
+fn read(loss: &Tensor<1>, logits: &Tensor<3>, capture: bool) -> StepOutput {
+    let loss = loss.to_data().try_to_vec::<f32>().map_or(f32::NAN, |v| v[0]);
+    let logits = if capture { logits.to_data().try_to_vec::<f32>().unwrap_or_default() } else { Vec::new() };
+    StepOutput { loss, logits, classes: 128 }
 }

@@ -47,6 +47,7 @@ pub fn train_then_evaluate(opts: &Options) -> Result<(), String> {
     let mut eval = factory.build(Regime::Forward)?;
     let partition = run(eval.as_mut(), opts.eval_steps, !opts.no_step_boundary);
     report("evaluation", &blaze, &partition);
+    infer(&blaze, opts.eval_steps.max(8));
     for event in blaze.events() {
         println!("blaze: {event}");
     }
@@ -69,6 +70,29 @@ fn run(model: &mut dyn Model, steps: usize, boundary: bool) -> String {
     model.step(false);
     model.sync();
     recorder.finish().partition.fingerprint()
+}
+
+/// The user's inference loop, written directly against Burn: a forward step handed to
+/// `blaze_burn::CapturedForward`, which records it when the bundle's forward entry asks for
+/// captured execution (checking its first replays against eager execution) and runs it
+/// eagerly otherwise. Each call's batch is made from data as usual; Blaze writes it in place.
+fn infer(blaze: &blaze_runtime::BundleHandle, calls: usize) {
+    use burn::tensor::{Int, Tensor};
+    let device = blaze_burn::default_device();
+    let net = crate::model::Net::seeded(&device);
+    let step = |x: &Tensor<2, Int>| net.forward(x.clone());
+    let mut eval = match blaze.captures(Regime::Forward) {
+        true => blaze_burn::CapturedForward::new(&device, step),
+        false => blaze_burn::CapturedForward::eager(&device, step, "the bundle's forward entry runs eagerly"),
+    };
+    let mut checksum = 0.0f64;
+    for call in 0..calls {
+        let (x, _) = crate::model::batch(call, 8, 32, &device);
+        let logits = eval.run(x);
+        checksum += logits.into_data().iter::<f32>().map(f64::from).sum::<f64>();
+    }
+    let memory = eval.memory().map_or(String::new(), |m| format!("; pools reserve {:.1} MiB with the recording live", m.reserved_live.unwrap_or(0) as f64 / (1u64 << 20) as f64));
+    println!("inference: {} calls, {}{memory}; logits sum {checksum:.6}", calls, eval.execution());
 }
 
 fn report(phase: &str, blaze: &blaze_runtime::BundleHandle, partition: &str) {

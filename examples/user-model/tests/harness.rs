@@ -145,3 +145,40 @@ fn run_partition(dir: &std::path::Path, regime: &str, plan: Option<&std::path::P
     let report: blaze_compiler::runner::RunReport = ron::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     report.partition.fingerprint()
 }
+
+/// The user's inference loop (`blaze_burn::CapturedForward`) is recorded when the bundle's
+/// forward entry asks for captured execution, checks its first replays against eager
+/// execution, and computes what the eager loop computes; with an eager entry it never records.
+#[test]
+fn a_users_inference_loop_is_captured_when_the_bundle_says_so() {
+    let dir = std::env::temp_dir().join(format!("blaze-user-captured-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("forward.ron");
+    user_model(&["trace", "tiny-mlp-lm", "--regime", "forward", "-o", trace.to_str().unwrap()]);
+    let bundle = |name: &str, captured: bool| {
+        let path = dir.join(name);
+        let plan = dir.join(format!("{name}.ron"));
+        let mut args = vec!["plan", "--trace", trace.to_str().unwrap(), "-o", plan.to_str().unwrap(), "--bundle", path.to_str().unwrap()];
+        if captured {
+            args.push("--captured");
+        }
+        user_model(&args);
+        path
+    };
+    let (captured, eager) = (bundle("captured.blaze", true), bundle("eager.blaze", false));
+    let infer = |bundle: &std::path::Path| {
+        let out = user_model(&["train", "--bundle", bundle.to_str().unwrap(), "--steps", "2", "--eval-steps", "12"]);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let line = stdout.lines().find(|l| l.starts_with("inference:")).unwrap_or_else(|| panic!("{stdout}")).to_string();
+        let sum: f64 = line.rsplit_once("logits sum ").unwrap().1.parse().unwrap();
+        (line, sum, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (line, replayed, stderr) = infer(&captured);
+    // 12 calls: 3 eager, 1 recorded, 8 replays (the first 3 checked against eager execution).
+    assert!(line.contains("12 calls, captured (8 replays)") && line.contains("MiB with the recording live"), "{line}\n{stderr}");
+    assert!(!stderr.contains("captured execution not in force"), "{stderr}");
+    let (line, eager_sum, _) = infer(&eager);
+    assert!(line.contains("eager: the bundle's forward entry runs eagerly"), "{line}");
+    assert!(((replayed - eager_sum) / eager_sum).abs() < 1e-5, "replays compute the eager numbers: {replayed} vs {eager_sum}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -72,11 +72,22 @@ pub struct Digits {
     batch: usize,
     next: usize,
     loss: CrossEntropyLoss,
+    /// The batch in device buffers refreshed in place (captured execution only).
+    images: blaze_burn::StableInput<4>,
+    labels: blaze_burn::StableInput<1, Int>,
 }
 
 impl Digits {
     fn train_range() -> std::ops::Range<usize> {
         0..images() - HELD_OUT
+    }
+
+    /// The next training batch, made from data (the eager step's way).
+    fn next_batch(&mut self, device: &Device) -> (Tensor<4>, Tensor<1, Int>) {
+        let range = Self::train_range();
+        let (x, y) = batch(range.clone(), self.next, self.batch, device);
+        self.next = (self.next + self.batch) % range.len();
+        (x, y)
     }
 }
 
@@ -84,9 +95,7 @@ impl Task for Digits {
     type Net = Cnn;
 
     fn forward_loss(&mut self, net: &Cnn, device: &Device) -> (Tensor<2>, Tensor<1>) {
-        let range = Self::train_range();
-        let (x, y) = batch(range.clone(), self.next, self.batch, device);
-        self.next = (self.next + self.batch) % range.len();
+        let (x, y) = self.next_batch(device);
         let logits = net.forward(x);
         let loss = self.loss.forward(logits.clone(), y);
         (logits, loss)
@@ -94,6 +103,18 @@ impl Task for Digits {
 
     fn classes(&self) -> usize {
         CLASSES
+    }
+
+    fn refresh_inputs(&mut self, device: &Device) -> Result<(), String> {
+        let (x, y) = self.next_batch(device);
+        self.images.write(x)?;
+        self.labels.write(y)
+    }
+
+    fn stable_forward_loss(&mut self, net: &Cnn, _device: &Device) -> (Tensor<2>, Tensor<1>) {
+        let logits = net.forward(self.images.get());
+        let loss = self.loss.forward(logits.clone(), self.labels.get());
+        (logits, loss)
     }
 }
 
@@ -132,7 +153,7 @@ impl CnnSpec {
         let batch = self.batch;
         TaskRun::new(task::describe(&self.name, self.shapes(), regime), |device| {
             let loss = CrossEntropyLossConfig::new().init(device);
-            (Cnn::init(device), Digits { batch, next: 0, loss })
+            (Cnn::init(device), Digits { batch, next: 0, loss, images: Default::default(), labels: Default::default() })
         })
     }
 }

@@ -3,7 +3,7 @@
 //! helper that builds a character-model run, shared by lstm and moe.
 use crate::{device, device::device_info, trainer::{self, CharLm, CharLmRun, LEARNING_RATE, SEED}};
 use blaze_ir::plan::Regime;
-use blaze_runtime::{Description, Model, StepOutput};
+use blaze_runtime::{Description, Model, RecordableStep, Recording, StepOutput};
 use burn::module::Module;
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor};
@@ -26,6 +26,17 @@ pub trait Task: 'static {
     fn forward_loss(&mut self, net: &Self::Net, device: &Device) -> (Tensor<2>, Tensor<1>);
     /// Width of the output, reported with captured logits.
     fn classes(&self) -> usize;
+    /// Captured execution: writes the next batch into the task's stable inputs, in place.
+    /// Default: the inputs are device tensors fixed for the whole run (mlp, chain), so there is
+    /// nothing to write.
+    fn refresh_inputs(&mut self, _device: &Device) -> Result<(), String> {
+        Ok(())
+    }
+    /// Output and loss computed from the stable inputs, with no host write (it is recorded).
+    /// Default: `forward_loss`, for tasks whose inputs are fixed device tensors.
+    fn stable_forward_loss(&mut self, net: &Self::Net, device: &Device) -> (Tensor<2>, Tensor<1>) {
+        self.forward_loss(net, device)
+    }
 }
 
 pub struct TaskRun<T: Task> {
@@ -81,6 +92,26 @@ impl<T: Task> Model for TaskRun<T> {
 
     fn sync(&self) {
         let _ = self.device.sync();
+    }
+
+    fn recordable(&mut self) -> Result<&mut dyn RecordableStep, String> {
+        trainer::forward_only(self.desc.regime)?;
+        Ok(self)
+    }
+}
+
+impl<T: Task> RecordableStep for TaskRun<T> {
+    fn refresh_inputs(&mut self) -> Result<(), String> {
+        self.task.refresh_inputs(&self.device)
+    }
+
+    fn record(&mut self) -> Result<Box<dyn Recording>, String> {
+        let Self { net, task, device, .. } = self;
+        let net = net.as_ref().expect("module present between steps");
+        let classes = task.classes();
+        blaze_burn::record(device, || task.stable_forward_loss(net, device), move |(out, loss), capture| {
+            trainer::read_outputs(loss.clone(), out.clone(), classes, capture)
+        })
     }
 }
 

@@ -2,7 +2,7 @@
 //! `blaze_runtime::Model` for any Burn module that maps token ids to logits.
 use crate::{device, text::{CharBatcher, VOCAB}};
 use blaze_ir::plan::Regime;
-use blaze_runtime::{Description, Model, StepOutput};
+use blaze_runtime::{Description, Model, RecordableStep, Recording, StepOutput};
 use burn::module::Module;
 use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
 use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer};
@@ -32,6 +32,9 @@ pub struct CharLmRun<M: CharLm> {
     optim: ModuleOptimizer,
     batcher: CharBatcher,
     loss: CrossEntropyLoss,
+    /// The batch in device buffers refreshed in place (captured execution only).
+    tokens: blaze_burn::StableInput<2, Int>,
+    targets: blaze_burn::StableInput<1, Int>,
 }
 
 impl<M: CharLm> CharLmRun<M> {
@@ -46,7 +49,8 @@ impl<M: CharLm> CharLmRun<M> {
         device.seed(SEED);
         let model = init_params(init(&device));
         let loss = CrossEntropyLossConfig::new().init(&device);
-        Self { desc, device, model: Some(model), optim: adam(), batcher: CharBatcher::new(batch, seq, SEED), loss }
+        let batcher = CharBatcher::new(batch, seq, SEED);
+        Self { desc, device, model: Some(model), optim: adam(), batcher, loss, tokens: Default::default(), targets: Default::default() }
     }
 
     /// Replaces the description (e.g. once the parameter count is known).
@@ -57,13 +61,28 @@ impl<M: CharLm> CharLmRun<M> {
 
     fn forward_loss(&mut self, model: &M) -> (Tensor<3>, Tensor<1>) {
         let (x, y) = self.batcher.next(&self.device);
-        let mut logits = model.logits(x);
-        if blaze_runtime::fault::injected() {
-            logits = logits.mul_scalar(1.01);
-        }
-        let [b, s, v] = logits.dims();
-        let loss = self.loss.forward(logits.clone().reshape([b * s, v]), y);
-        (logits, loss)
+        logits_loss(model, &self.loss, x, y)
+    }
+}
+
+/// Logits and loss of one batch (the test-only fault scales the logits on the device).
+fn logits_loss<M: CharLm>(model: &M, loss: &CrossEntropyLoss, x: Tensor<2, Int>, y: Tensor<1, Int>) -> (Tensor<3>, Tensor<1>) {
+    let mut logits = model.logits(x);
+    if blaze_runtime::fault::injected() {
+        logits = logits.mul_scalar(1.01);
+    }
+    let [b, s, v] = logits.dims();
+    let loss = loss.forward(logits.clone().reshape([b * s, v]), y);
+    (logits, loss)
+}
+
+/// Captured execution records forward steps only: a training step's state (parameters, Adam's
+/// moments) moves between buffers, and its learning rate is a host scalar baked into a
+/// recording, so a replay would compute wrong numbers.
+pub fn forward_only(regime: Regime) -> Result<(), String> {
+    match regime {
+        Regime::Forward => Ok(()),
+        Regime::Training => Err("training steps cannot be recorded yet: a replay would not write the parameters and optimiser state back in place".into()),
     }
 }
 
@@ -88,6 +107,27 @@ impl<M: CharLm> Model for CharLmRun<M> {
 
     fn sync(&self) {
         let _ = self.device.sync();
+    }
+
+    fn recordable(&mut self) -> Result<&mut dyn RecordableStep, String> {
+        forward_only(self.desc.regime)?;
+        Ok(self)
+    }
+}
+
+impl<M: CharLm> RecordableStep for CharLmRun<M> {
+    fn refresh_inputs(&mut self) -> Result<(), String> {
+        let (x, y) = self.batcher.next(&self.device);
+        self.tokens.write(x)?;
+        self.targets.write(y)
+    }
+
+    fn record(&mut self) -> Result<Box<dyn Recording>, String> {
+        let Self { device, model, loss, tokens, targets, .. } = self;
+        let model = model.as_ref().expect("model present between steps");
+        blaze_burn::record(device, || logits_loss(model, loss, tokens.get(), targets.get()), |(logits, loss), capture| {
+            read_outputs(loss.clone(), logits.clone(), VOCAB, capture)
+        })
     }
 }
 

@@ -75,7 +75,7 @@ fn a_plan_without_settings_is_written_as_version_1_and_one_with_them_as_version_
     let p = plan();
     assert!(p.to_ron().contains("format_version: 1"));
     assert!(!p.to_ron().contains("settings"), "no settings field in a version-1 file");
-    let s = Settings { max_blocks: Some(2), max_tasks: Some(16), store: None };
+    let s = Settings { max_blocks: Some(2), max_tasks: Some(16), store: None, execution: None };
     let v2 = plan().with_settings(s);
     let text = v2.to_ron();
     assert!(text.contains("format_version: 2") && text.contains("max_blocks: Some(2)"), "{text}");
@@ -158,4 +158,52 @@ fn settings_text_round_trips() {
         assert_eq!(back.read_word(word), Ok(true));
     }
     assert_eq!(back, s);
+}
+
+/// Burn's own fusion for a forward step (no cuts), as captured plans are.
+fn forward_plan() -> PlanFile {
+    let mut p = plan();
+    p.contract.regime = Regime::Forward;
+    p.cuts.clear();
+    p
+}
+
+#[test]
+fn captured_execution_makes_a_version_4_plan_and_older_files_read_as_eager() {
+    let captured = forward_plan().with_settings(Settings::beam_width(Some(3)).captured());
+    let text = captured.to_ron();
+    assert!(text.contains("format_version: 4") && text.contains("execution: Some(Captured)"), "{text}");
+    assert_eq!(PlanFile::parse(&text), Ok(captured.clone()));
+    assert!(PlanFile::parse(&text).unwrap().settings.is_captured());
+    // The same file claiming an older version cannot hold the setting.
+    assert_eq!(PlanFile::parse(&text.replace("format_version: 4", "format_version: 3")), Err(PlanError::ExecutionBeforeVersion4));
+    // A version-3 file (no execution field) reads as eager.
+    let v3 = text.replace("format_version: 4", "format_version: 2").replace("execution: Some(Captured),", "");
+    let read = PlanFile::parse(&v3).expect("a version-2 width still reads");
+    assert!(!read.settings.is_captured() && read.settings.execution.is_none(), "{:?}", read.settings);
+    // Without execution the plan keeps its old version, so older Blaze builds still read it.
+    assert!(forward_plan().with_settings(Settings::beam_width(Some(3))).to_ron().contains("format_version: 2"));
+}
+
+#[test]
+fn captured_training_is_refused_with_its_reason() {
+    let mut p = plan().with_settings(Settings::default().captured());
+    assert_eq!(p.validate(), Err(PlanError::CapturedTraining));
+    assert!(PlanError::CapturedTraining.to_string().contains("forward regime"));
+    p.contract.regime = Regime::Forward;
+    assert_eq!(p.validate(), Err(PlanError::CapturedCuts), "the fixture cuts b7");
+    p.cuts.clear();
+    assert_eq!(p.validate(), Ok(()));
+}
+
+#[test]
+fn execution_words_round_trip_and_eager_strips_them() {
+    let mut s = Settings::default();
+    assert_eq!(s.read_word("exec=captured"), Ok(true));
+    assert!(s.is_captured() && s.to_text() == "exec=captured", "{}", s.to_text());
+    assert_eq!(s.eager(), Settings::default());
+    assert!(s.read_word("exec=replayed").unwrap_err().contains("exec=eager or exec=captured"));
+    let width = Settings::beam_width(Some(2)).captured();
+    assert_eq!(width.to_text(), "blocks=2 exec=captured");
+    assert_eq!(PlanFile::store_key_of(&[], &width), PlanFile::store_key_of(&[], &width.eager()), "execution changes no plan store");
 }

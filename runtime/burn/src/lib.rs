@@ -9,6 +9,12 @@
 //!   their index since the last sync (the patched fuser counts from there), and a step whose
 //!   loss is read back does not always drain the stream, so without it a plan would apply to
 //!   the first step only and the watch could not recognise a step.
+//! * [`capture`]: recording a step with CubeCL's graph capture through the calls that return
+//!   the real error ([`record`]), and [`StableInput`], a step input refreshed in place, for a
+//!   model's `blaze_runtime::RecordableStep` (captured execution, plan version 4).
+//! * [`CapturedForward`]: a user's own forward step (an inference or evaluation loop)
+//!   captured: recorded after warm-up, its first replays checked against eager execution,
+//!   eager with one warning on any failure or mismatch.
 //! * [`DeviceBlockTimer`]: device time of each executed block (CubeCL profile windows on the
 //!   fusion thread), for `blazec profile`.
 //! * [`init_params`], [`device_info`]: what an implementation of `blaze_runtime::Model`
@@ -18,6 +24,8 @@
 //! Unlike blaze-runtime, this crate queries the wgpu adapter (to describe the device); it
 //! still runs no tensor operation of its own except reading parameters in [`init_params`].
 pub mod autotune;
+pub mod capture;
+pub mod captured_step;
 pub mod device;
 pub mod device_timer;
 mod params;
@@ -26,6 +34,8 @@ pub use blaze_runtime::{BundleHandle, Description, Model, ModelFactory, StepOutp
 pub use device::{COMPILER, default_device, device_info};
 pub use device_timer::{DeviceBlockTimer, DeviceSpans};
 pub use autotune::{Seeded, seed_autotune};
+pub use capture::{StableInput, record};
+pub use captured_step::CapturedForward;
 pub use params::init_params;
 
 /// Marks the start of a step: syncs `device`, so the step's operations are indexed from here

@@ -1,0 +1,125 @@
+//! Captured execution (plan format version 4) on the real device (lavapipe in CI), forward
+//! regime of attention-d257 at batch 2, sequence 32: a recorded step replays fresh batches and
+//! computes what eager steps compute; the gate refuses a replay whose inputs are not written in
+//! place; a recording the backend refuses leaves eager execution with one warning; plans with
+//! cuts and training plans are refused.
+mod common;
+use blaze_compiler::runner::RunReport;
+use common::*;
+use std::path::{Path, PathBuf};
+
+const FAULT: &str = "BLAZE_INJECT_CAPTURE_FAULT";
+
+/// A plan of Burn's own fusion (or with `extra` flags) for the forward trace, captured.
+fn captured_plan(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
+    let (trace, _) = trace("forward");
+    let out = dir.join(name);
+    let mut args = vec!["plan", "--trace", trace.to_str().unwrap(), "--captured", "-o", out.to_str().unwrap()];
+    args.extend(extra);
+    ok(&args);
+    out
+}
+
+/// `blazec run` forward with `steps` timed steps and no settling, so runs line up step by step.
+fn run_forward(dir: &Path, tag: &str, plan: Option<&Path>, steps: u32, env: &[(&str, &str)]) -> (RunReport, String) {
+    let report = dir.join(format!("{tag}.report.ron"));
+    let steps = steps.to_string();
+    let mut args = vec!["run"];
+    args.extend(SMALL);
+    args.extend(["--regime", "forward", "--steps", &steps, "--settle-steps", "0", "--report", report.to_str().unwrap()]);
+    let plan_text = plan.map(|p| p.to_str().unwrap().to_string());
+    if let Some(p) = &plan_text {
+        args.extend(["--plan", p]);
+    }
+    let out = blazec_env(&args, env);
+    assert!(out.status.success(), "run {tag}: {}", String::from_utf8_lossy(&out.stderr));
+    (read_report(&report), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn verify(plan: &Path, env: &[(&str, &str)]) -> String {
+    let out = blazec_env(&["verify", "--plan", plan.to_str().unwrap()], env);
+    assert!(out.status.success(), "verify: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_captured_plan_replays_fresh_batches_and_computes_the_eager_numbers() {
+    let dir = scratch("captured-replay");
+    let plan = captured_plan(&dir, "burn-captured.ron", &[]);
+    let text = std::fs::read_to_string(&plan).unwrap();
+    assert!(text.contains("format_version: 4") && text.contains("execution: Some(Captured)"), "{text}");
+    let (eager, _) = run_forward(&dir, "eager", None, 8, &[]);
+    let (captured, stderr) = run_forward(&dir, "captured", Some(&plan), 8, &[]);
+    assert_eq!(captured.execution.as_deref(), Some("captured"), "{stderr}");
+    assert!(captured.replays >= 8, "every timed step and the last are replays: {}", captured.replays);
+    assert!(!stderr.contains("captured execution not in force"), "{stderr}");
+    // Fresh batches: the losses move from step to step, and each equals the eager step's.
+    assert_eq!(captured.losses.len(), eager.losses.len());
+    let distinct: std::collections::BTreeSet<u32> = captured.losses.iter().map(|l| l.to_bits()).collect();
+    assert!(distinct.len() >= captured.losses.len() - 1, "the replays see new batches: {:?}", captured.losses);
+    let rel = max_rel_diff(&eager.losses, &captured.losses).max(max_rel_diff(&eager.logits, &captured.logits));
+    assert!(rel <= 1e-5, "replayed losses and outputs equal eager ones within 1e-5: {rel:e}\n{:?}\n{:?}", eager.losses, captured.losses);
+    let memory = captured.recording.expect("the memory around the recording is reported");
+    assert!(memory.reserved_live.unwrap_or(0) >= memory.in_use_live.unwrap_or(0) && memory.in_use_live.unwrap_or(0) > 0, "{memory:?}");
+    let recorded = captured.recorded_partition.expect("the partition executed while recording is observed");
+    assert!(recorded.fused_blocks().count() > 0 && recorded.blocks.len() + 10 > eager.partition.blocks.len(), "the recording executed the fused step: {} blocks ({} fused), eager {}", recorded.blocks.len(), recorded.fused_blocks().count(), eager.partition.blocks.len());
+    // The gate verifies it: 20 replays on fresh batches against eager execution.
+    let verdict = verify(&plan, &[]);
+    assert!(verdict.contains("Verified"), "{verdict}");
+}
+
+#[test]
+fn the_gate_refuses_a_replay_whose_inputs_are_reallocated_instead_of_written_in_place() {
+    let dir = scratch("captured-realloc");
+    let plan = captured_plan(&dir, "burn-captured.ron", &[]);
+    let env = [(FAULT, "realloc")];
+    // The run cannot see it: the recording exists and replays.
+    let (captured, _) = run_forward(&dir, "realloc", Some(&plan), 4, &env);
+    assert_eq!(captured.execution.as_deref(), Some("captured"));
+    let verdict = verify(&plan, &env);
+    assert!(verdict.contains("Refused") && verdict.contains("different"), "the stale input shows in the numbers: {verdict}");
+}
+
+#[test]
+fn a_recording_the_backend_refuses_leaves_eager_execution_with_one_warning() {
+    let dir = scratch("captured-write");
+    let plan = captured_plan(&dir, "burn-captured.ron", &[]);
+    let env = [(FAULT, "write")];
+    let (eager, _) = run_forward(&dir, "eager", None, 4, &[]);
+    let (fell_back, stderr) = run_forward(&dir, "write", Some(&plan), 3, &env);
+    let execution = fell_back.execution.clone().unwrap_or_default();
+    assert!(execution.starts_with("eager: recording refused: graph_stop_capture"), "{execution}");
+    assert_eq!(stderr.matches("captured execution not in force").count(), 1, "one warning: {stderr}");
+    assert_eq!(fell_back.replays, 0);
+    // Three eager warm-up steps, then the recording consumed batch 4: from there every step
+    // runs eagerly on the batches after it, computing eager numbers.
+    let (l, e) = (&fell_back.losses, &eager.losses);
+    assert_eq!((l.len(), e.len()), (7, 8));
+    assert!(max_rel_diff(&e[..3], &l[..3]) <= 1e-5 && max_rel_diff(&e[4..], &l[3..]) <= 1e-5, "eager numbers: {l:?} vs {e:?}");
+    let verdict = verify(&plan, &env);
+    assert!(verdict.contains("Refused") && verdict.contains("not captured"), "{verdict}");
+}
+
+#[test]
+fn a_training_plan_cannot_be_captured() {
+    let dir = scratch("captured-training");
+    let (trace, _) = trace("training");
+    let out = dir.join("t.ron");
+    let o = blazec(&["plan", "--trace", trace.to_str().unwrap(), "--captured", "-o", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("captured execution is for the forward regime"), "{stderr}");
+    assert!(!out.exists(), "no plan written");
+}
+
+#[test]
+fn a_plan_with_cuts_cannot_be_captured() {
+    let dir = scratch("captured-cuts");
+    let (trace, _) = trace("forward");
+    let out = dir.join("cuts.ron");
+    let o = blazec(&["plan", "--trace", trace.to_str().unwrap(), "--every-live", "3", "--captured", "-o", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("captured execution records plans without cuts only"), "{stderr}");
+    assert!(!out.exists(), "no plan written");
+}

@@ -1,0 +1,211 @@
+//! Recording a step with CubeCL's graph capture (Burn 0.22.1), for captured execution.
+//!
+//! Burn's own `burn::tensor::capture` swallows the error of a failed recording and silently
+//! re-runs the closure on every "replay" (`Graph::is_hardware` false), which a user cannot tell
+//! from a real replay. [`record`] goes through the calls underneath it
+//! (`Dispatch::graph_prepare / graph_start_capture / graph_stop_capture / graph_replay`), so a
+//! recording either exists or its error is returned, with the cause in one line: the backend
+//! has no graph support, a host write or read inside the window, no room in the memory pools.
+//!
+//! [`StableInput`] is how a model keeps a step input in one device buffer for the whole run.
+use blaze_runtime::{Recording, RecordingMemory, StepOutput, StepRecorder};
+use burn::backend::{Backend, Dispatch, DispatchGraph};
+use burn::tensor::{Device, Float, Tensor, kind::Basic};
+
+/// Eager launches of the recorded form between `graph_prepare` and recording: the first
+/// explores and compiles the plan for it, the next ones fill the persistent pools the
+/// recording must allocate from (Burn's `capture` runs three).
+pub const PREPARE_LAUNCHES: usize = 3;
+
+/// Records one `launch` of a step on `device` (the plain device: autodiff has no graph
+/// support) after [`PREPARE_LAUNCHES`] eager ones, for a model's
+/// `blaze_runtime::RecordableStep`: `launch` registers the step's work on stable inputs and
+/// returns the tensors its outputs are read from; `read` reads them after the recording or a
+/// replay.
+pub fn record<T: 'static>(
+    device: &Device,
+    launch: impl FnMut() -> T,
+    read: impl FnMut(&T, bool) -> StepOutput + 'static,
+) -> Result<Box<dyn Recording>, String> {
+    let graph = record_graph(device, launch)?;
+    Ok(Box::new(Reading { graph, read: Box::new(read) }))
+}
+
+/// Records one `launch` after [`PREPARE_LAUNCHES`] eager ones; the recording keeps the output
+/// tensors the recorded launch returned, which every replay writes. The executed partition of
+/// the recorded launch is observed.
+pub fn record_graph<T>(device: &Device, mut launch: impl FnMut() -> T) -> Result<Recorded<T>, String> {
+    let dispatch = device.as_dispatch();
+    let reserved_before = device.memory_pool_usage().map(|u| u.bytes_reserved);
+    Dispatch::graph_prepare(dispatch).map_err(|e| cause("graph_prepare", e))?;
+    for _ in 0..PREPARE_LAUNCHES {
+        // Kept alive across the sync: fusion skips work whose result is dropped undrained.
+        let outputs = launch();
+        if let Err(e) = device.sync() {
+            // A prepared stream stays held until a stop closes it.
+            let _ = Dispatch::graph_stop_capture(dispatch);
+            return Err(cause("a launch before recording", e));
+        }
+        drop(outputs);
+    }
+    let observer = StepRecorder::start();
+    if let Err(e) = Dispatch::graph_start_capture(dispatch) {
+        drop(observer.finish());
+        return Err(cause("graph_start_capture", e));
+    }
+    let outputs = launch();
+    fault_hooks::write_inside_recording(device);
+    let graph = Dispatch::graph_stop_capture(dispatch).map_err(|e| cause("graph_stop_capture", e));
+    let observed = observer.finish();
+    let graph = graph?;
+    let live = device.memory_pool_usage();
+    let memory = RecordingMemory {
+        reserved_before,
+        reserved_live: live.map(|u| u.bytes_reserved),
+        in_use_live: live.map(|u| u.bytes_in_use),
+    };
+    Ok(Recorded { device: device.clone(), graph, outputs, memory, partition: observed.partition })
+}
+
+/// One line for a failed graph call: where, and Burn's reason without its line breaks.
+fn cause(call: &str, e: impl std::fmt::Display) -> String {
+    let text = e.to_string().replace("An error happened during execution", "").replace("Caused by:", "");
+    format!("{call}: {}", text.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+/// A live recording and the output tensors its replays write.
+pub struct Recorded<T> {
+    device: Device,
+    graph: DispatchGraph,
+    outputs: T,
+    memory: RecordingMemory,
+    partition: blaze_ir::ExecutedPartition,
+}
+
+impl<T> Recorded<T> {
+    /// Replays the recorded kernels on the buffers they recorded.
+    pub fn replay(&self) -> Result<(), String> {
+        // SAFETY: the graph replays against the buffers it recorded: the step's parameters and
+        // stable inputs (held by their owner for the recording's life, per the contract of
+        // `blaze_runtime::RecordableStep` and of `CapturedForward`), its intermediates and
+        // `self.outputs` (pinned by the live graph until it is dropped). No buffer is freed
+        // under it; whether a replay computes the eager step's numbers is checked by the
+        // verification gate or by `CapturedForward`'s first replays.
+        unsafe { Dispatch::graph_replay(self.device.as_dispatch(), &self.graph) }.map_err(|e| cause("graph_replay", e))
+    }
+
+    /// The tensors the recorded launch returned (written by every replay).
+    pub fn outputs(&self) -> &T {
+        &self.outputs
+    }
+
+    pub fn memory(&self) -> RecordingMemory {
+        self.memory
+    }
+
+    /// The executed partition observed while recording.
+    pub fn partition(&self) -> &blaze_ir::ExecutedPartition {
+        &self.partition
+    }
+}
+
+/// A recording whose outputs are read into a `StepOutput` (a model's recordable step).
+struct Reading<T> {
+    graph: Recorded<T>,
+    read: Box<dyn FnMut(&T, bool) -> StepOutput>,
+}
+
+impl<T> Recording for Reading<T> {
+    fn replay(&mut self) -> Result<(), String> {
+        self.graph.replay()
+    }
+
+    fn read(&mut self, capture: bool) -> StepOutput {
+        (self.read)(&self.graph.outputs, capture)
+    }
+
+    fn memory(&self) -> RecordingMemory {
+        self.graph.memory
+    }
+
+    fn partition(&self) -> Option<blaze_ir::ExecutedPartition> {
+        Some(self.graph.partition.clone())
+    }
+}
+
+/// A step input held in one device buffer for the whole run and refreshed in place, so a
+/// recording that read it reads every later batch.
+pub struct StableInput<const D: usize, K: Basic = Float> {
+    tensor: Option<Tensor<D, K>>,
+}
+
+impl<const D: usize, K: Basic> Default for StableInput<D, K> {
+    fn default() -> Self {
+        Self { tensor: None }
+    }
+}
+
+impl<const D: usize, K: Basic> StableInput<D, K> {
+    /// Writes `fresh` into the held buffer; the first write adopts `fresh`'s buffer.
+    pub fn write(&mut self, fresh: Tensor<D, K>) -> Result<(), String> {
+        match &mut self.tensor {
+            None => {
+                self.tensor = Some(fresh);
+                Ok(())
+            }
+            Some(held) => write_in_place(held, fresh),
+        }
+    }
+
+    /// The input, for a step to read (a clone: drop it before the next write).
+    pub fn get(&self) -> Tensor<D, K> {
+        self.tensor.clone().expect("a stable input is written before it is read")
+    }
+
+    pub fn is_written(&self) -> bool {
+        self.tensor.is_some()
+    }
+}
+
+/// Writes `fresh` into `held`'s buffer (a whole-tensor `slice_assign` on a uniquely owned
+/// tensor runs in place); refused when [`can_write_in_place`] refuses.
+pub fn write_in_place<const D: usize, K: Basic>(held: &mut Tensor<D, K>, fresh: Tensor<D, K>) -> Result<(), String> {
+    can_write_in_place(held, &fresh)?;
+    if fault_hooks::refresh_by_allocation() {
+        *held = fresh;
+        return Ok(());
+    }
+    let whole: Vec<std::ops::Range<usize>> = held.dims().iter().map(|&n| 0..n).collect();
+    held.inplace(|t| t.slice_assign(whole.as_slice(), fresh));
+    Ok(())
+}
+
+/// Why `fresh` cannot be written into `held` in place: another shape, or a clone of `held`
+/// alive elsewhere (the write would go to a copy).
+pub fn can_write_in_place<const D: usize, K: Basic>(held: &Tensor<D, K>, fresh: &Tensor<D, K>) -> Result<(), String> {
+    let (want, got) = (held.dims(), fresh.dims());
+    if want != got {
+        return Err(format!("the fresh batch has shape {got:?}, the input {want:?}"));
+    }
+    if !held.can_mut() {
+        return Err("a clone of the input is alive elsewhere, so it cannot be written in place".into());
+    }
+    Ok(())
+}
+
+/// Where the test-only capture faults (`blaze_runtime::fault::CaptureFault`) act.
+mod fault_hooks {
+    use blaze_runtime::fault::{CaptureFault, capture_fault};
+    use burn::tensor::{Device, Tensor};
+
+    /// A host write inside the recording window.
+    pub fn write_inside_recording(device: &Device) {
+        if capture_fault() == Some(CaptureFault::WriteInsideRecording) {
+            drop(Tensor::<1>::from_floats([1.0], device));
+        }
+    }
+
+    pub fn refresh_by_allocation() -> bool {
+        capture_fault() == Some(CaptureFault::RefreshByAllocation)
+    }
+}

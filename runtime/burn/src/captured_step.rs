@@ -1,0 +1,206 @@
+//! A user's own forward step (inference, evaluation), captured: recorded once after warm-up,
+//! checked against eager execution on its first replays, then replayed with each call's
+//! inputs written in place. Any failure or mismatch leaves eager execution in force for the
+//! rest of the run with one warning; the caller always gets outputs.
+//!
+//! ```ignore
+//! let mut eval = blaze_burn::CapturedForward::new(&device, |x: &Tensor<2, Int>| model.forward(x.clone()));
+//! for batch in batches {
+//!     let logits = eval.run(batch);          // eager, then recorded, checked, replayed
+//!     let values = logits.into_data();       // read after the step, outside any recording
+//! }
+//! ```
+//!
+//! What the step must be: a function of its inputs and of state that does not change while it
+//! runs (a model's parameters): no host write, read or sync inside it (read the outputs after
+//! `run` returns), no gradient tracking (use the plain device, not `autodiff()`), and inputs
+//! of the same shape every call.
+use crate::capture::{Recorded, can_write_in_place, record_graph, write_in_place};
+use blaze_runtime::numerics::{VERIFY_TOLERANCE, max_rel_diff, same_numbers};
+use burn::tensor::{Device, Tensor, kind::Basic};
+
+/// Eager calls before recording (compilation, autotune and Burn's fusion exploration).
+pub const WARM_CALLS: usize = 3;
+/// Replays checked against an eager run of the step on the same inputs before replays are
+/// trusted alone.
+pub const CHECKED_REPLAYS: usize = 3;
+
+/// Inputs of a captured step: device tensors written in place.
+pub trait StepInputs: Sized {
+    /// Why `fresh` cannot be written into `self` in place, if it cannot.
+    fn check(&self, fresh: &Self) -> Result<(), String>;
+    /// Writes `fresh` into `self`'s buffers in place (after `check`).
+    fn write(&mut self, fresh: Self) -> Result<(), String>;
+}
+
+impl<const D: usize, K: Basic> StepInputs for Tensor<D, K> {
+    fn check(&self, fresh: &Self) -> Result<(), String> {
+        can_write_in_place(self, fresh)
+    }
+
+    fn write(&mut self, fresh: Self) -> Result<(), String> {
+        write_in_place(self, fresh)
+    }
+}
+
+impl<A: StepInputs, B: StepInputs> StepInputs for (A, B) {
+    fn check(&self, fresh: &Self) -> Result<(), String> {
+        self.0.check(&fresh.0)?;
+        self.1.check(&fresh.1)
+    }
+
+    fn write(&mut self, fresh: Self) -> Result<(), String> {
+        self.0.write(fresh.0)?;
+        self.1.write(fresh.1)
+    }
+}
+
+/// Outputs of a captured step, read back to compare the first replays with eager execution.
+pub trait StepOutputs: Clone {
+    fn values(&self) -> Vec<f32>;
+}
+
+impl<const D: usize> StepOutputs for Tensor<D> {
+    fn values(&self) -> Vec<f32> {
+        self.to_data().convert::<f32>().try_to_vec::<f32>().unwrap_or_default()
+    }
+}
+
+impl<A: StepOutputs, B: StepOutputs> StepOutputs for (A, B) {
+    fn values(&self) -> Vec<f32> {
+        let mut v = self.0.values();
+        v.extend(self.1.values());
+        v
+    }
+}
+
+enum State<O> {
+    Warming(usize),
+    /// Recorded; this many replays are still checked against eager execution.
+    Checking(Recorded<O>, usize),
+    Replaying(Recorded<O>),
+    Eager(String),
+}
+
+/// A forward step captured for a user's program (see the module docs).
+pub struct CapturedForward<I, O, F> {
+    device: Device,
+    step: F,
+    inputs: Option<I>,
+    state: State<O>,
+    replays: usize,
+}
+
+impl<I: StepInputs, O: StepOutputs, F: FnMut(&I) -> O> CapturedForward<I, O, F> {
+    /// A captured step on `device` (the plain device the step's tensors live on).
+    pub fn new(device: &Device, step: F) -> Self {
+        Self { device: device.clone(), step, inputs: None, state: State::Warming(0), replays: 0 }
+    }
+
+    /// The same step never recorded (eager execution, e.g. when the bundle's entry for the
+    /// forward regime does not ask for captured execution).
+    pub fn eager(device: &Device, step: F, why: &str) -> Self {
+        Self { state: State::Eager(why.into()), ..Self::new(device, step) }
+    }
+
+    /// Runs the step on `inputs` and returns its outputs (read them after this returns).
+    pub fn run(&mut self, inputs: I) -> O {
+        match std::mem::replace(&mut self.state, State::Eager(String::new())) {
+            State::Warming(n) if n < WARM_CALLS => {
+                self.state = State::Warming(n + 1);
+                (self.step)(&inputs)
+            }
+            State::Warming(_) => self.record(inputs),
+            State::Checking(graph, left) => self.checked_replay(graph, left, inputs),
+            State::Replaying(graph) => self.replay(graph, inputs),
+            State::Eager(why) => {
+                self.state = State::Eager(why);
+                (self.step)(&inputs)
+            }
+        }
+    }
+
+    /// `captured (N replays)`, `checking`, `warming up` or `eager: <cause>`.
+    pub fn execution(&self) -> String {
+        match &self.state {
+            State::Warming(_) => "warming up".into(),
+            State::Checking(..) => format!("captured, checking ({} replays)", self.replays),
+            State::Replaying(_) => format!("captured ({} replays)", self.replays),
+            State::Eager(why) => format!("eager: {why}"),
+        }
+    }
+
+    pub fn is_captured(&self) -> bool {
+        matches!(self.state, State::Replaying(_) | State::Checking(..))
+    }
+
+    /// Device memory around the live recording.
+    pub fn memory(&self) -> Option<blaze_runtime::RecordingMemory> {
+        match &self.state {
+            State::Checking(g, _) | State::Replaying(g) => Some(g.memory()),
+            _ => None,
+        }
+    }
+
+    fn record(&mut self, inputs: I) -> O {
+        self.inputs = Some(inputs);
+        let Self { device, step, inputs, .. } = self;
+        let held = inputs.as_ref().expect("just set");
+        match record_graph(device, || step(held)) {
+            Ok(graph) => {
+                let out = graph.outputs().clone();
+                self.state = State::Checking(graph, CHECKED_REPLAYS);
+                out
+            }
+            Err(cause) => self.fall_back(format!("recording refused: {cause}"), None),
+        }
+    }
+
+    /// Writes `fresh` into the held inputs and replays. When `fresh` cannot be written in
+    /// place, it is handed back with the reason (the call then runs eagerly on it).
+    fn refresh_and_replay(&mut self, graph: &Recorded<O>, fresh: I) -> Result<O, (String, Option<I>)> {
+        let held = self.inputs.as_mut().expect("recorded steps hold their inputs");
+        if let Err(e) = held.check(&fresh) {
+            return Err((format!("input refresh: {e}"), Some(fresh)));
+        }
+        held.write(fresh).map_err(|e| (format!("input refresh: {e}"), None))?;
+        graph.replay().map_err(|e| (format!("replay: {e}"), None))?;
+        self.replays += 1;
+        Ok(graph.outputs().clone())
+    }
+
+    fn checked_replay(&mut self, graph: Recorded<O>, left: usize, fresh: I) -> O {
+        let replayed = match self.refresh_and_replay(&graph, fresh) {
+            Ok(out) => out,
+            Err((cause, unwritten)) => return self.fall_back(cause, unwritten),
+        };
+        let (ours, eager) = (replayed.values(), (self.step)(self.inputs.as_ref().expect("held")).values());
+        if !same_numbers(&eager, &ours) {
+            let diff = if ours.len() == eager.len() { format!("relative difference {:.2e}", max_rel_diff(&eager, &ours)) } else { "outputs of another size".into() };
+            return self.fall_back(format!("replay {} differs from eager execution ({diff}, tolerance {VERIFY_TOLERANCE:.0e})", self.replays), None);
+        }
+        self.state = if left > 1 { State::Checking(graph, left - 1) } else { State::Replaying(graph) };
+        replayed
+    }
+
+    fn replay(&mut self, graph: Recorded<O>, fresh: I) -> O {
+        match self.refresh_and_replay(&graph, fresh) {
+            Ok(out) => {
+                self.state = State::Replaying(graph);
+                out
+            }
+            Err((cause, unwritten)) => self.fall_back(cause, unwritten),
+        }
+    }
+
+    /// Eager execution from now on, with one warning; this call's outputs computed eagerly on
+    /// `unwritten` inputs, or on the held ones when this call's inputs were already written.
+    fn fall_back(&mut self, cause: String, unwritten: Option<I>) -> O {
+        eprintln!("{}", blaze_runtime::captured::fallback_warning(&cause));
+        self.state = State::Eager(cause);
+        match unwritten {
+            Some(inputs) => (self.step)(&inputs),
+            None => (self.step)(self.inputs.as_ref().expect("inputs are held once recording starts")),
+        }
+    }
+}

@@ -1,0 +1,412 @@
+//! A bundle's autotune side file is read as plan files are: whatever the path names (a FIFO, a
+//! directory, a device, a huge, empty, foreign, truncated, missing or unreadable file), seeding
+//! returns within two seconds with one warning naming the file, what is wrong with it and how
+//! many decisions the bundle records; nothing is imported and CubeCL autotunes as usual.
+//!
+//! Seeding prints its line, so each case runs it in a child process (this test binary again,
+//! running only `child_process_entry`): its stderr is captured, a hang is killed instead of
+//! hanging the suite, and the CubeCL cache it fills is a scratch one. Seeding needs no device
+//! (the bundle names a made-up one), except for the `blaze_burn::init` case, which runs on the
+//! default wgpu device (lavapipe in CI).
+use blaze_burn::Seeded;
+use blaze_ir::Bundle;
+use blaze_ir::bundle::AutotuneFile;
+use blaze_ir::file::MAX_FILE_BYTES;
+use blaze_ir::plan::DeviceInfo;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// What the child process does (`seed`, `init`, `warm`, `export`); unset in the parent.
+const MODE: &str = "BLAZE_SIDE_FILES_MODE";
+/// The case's scratch directory: the bundle, the side file, the CubeCL cache, the result.
+const DIR: &str = "BLAZE_SIDE_FILES_DIR";
+/// Where bundles name their side file, relative to the bundle's directory (as blazec writes it).
+const SIDE: &str = "model.blaze.autotune/side.cubecl";
+/// How many decisions the test bundles record, and the decision files hold.
+const RECORDED: usize = 3;
+/// Seeding must answer within this, whatever the path names.
+const PROMPT: Duration = Duration::from_secs(2);
+/// A child still running after this is killed (it hangs); generous for a loaded machine.
+const CHILD_LIMIT: Duration = Duration::from_secs(60);
+
+fn test_device() -> DeviceInfo {
+    DeviceInfo { adapter: "side-file test adapter".into(), backend: "vulkan".into(), compiler: "wgsl".into() }
+}
+
+/// An empty scratch directory for one case, with the side file's directory made.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("blaze-side-files-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join(SIDE).parent().unwrap()).unwrap();
+    dir
+}
+
+/// Writes `dir/model.blaze` naming `file` as the decisions made on `device`, recording `recorded`.
+fn write_bundle(dir: &Path, file: &str, device: &DeviceInfo, recorded: usize) -> PathBuf {
+    let mut bundle = Bundle::new();
+    bundle.upsert_autotune(AutotuneFile { device: device.clone(), burn_version: blaze_runtime::BURN_VERSION.into(), file: file.into(), decisions: recorded });
+    let path = dir.join("model.blaze");
+    std::fs::write(&path, bundle.to_ron()).unwrap();
+    path
+}
+
+fn mkfifo(path: &Path) {
+    let status = Command::new("mkfifo").arg(path).status().expect("mkfifo runs");
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+/// `RECORDED` decisions in CubeCL's flat bundle layout (cubecl-environment's
+/// `bundle/embedded.rs`: magic, format, metadata, sorted namespaces, a 20-byte index entry per
+/// decision sorted by (namespace, key), then keys and values).
+fn flat_decisions() -> Vec<u8> {
+    let namespace = "autotune/blaze-side-files";
+    let mut index = Vec::new();
+    let mut data: Vec<u8> = Vec::new();
+    for i in 0..RECORDED {
+        let (key, value) = (format!("k{i}"), format!("v{i}"));
+        let key_at = data.len();
+        data.extend_from_slice(key.as_bytes());
+        let value_at = data.len();
+        data.extend_from_slice(value.as_bytes());
+        // Namespace id, key span, value span (offsets from the start of the data section).
+        for word in [0, key_at, key.len(), value_at, value.len()] {
+            index.extend_from_slice(&(word as u32).to_le_bytes());
+        }
+    }
+    let mut out = cubecl::bundle::MAGIC.to_vec();
+    out.extend_from_slice(&cubecl::bundle::FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes()); // no metadata
+    out.extend_from_slice(&1u32.to_le_bytes()); // one namespace
+    out.extend_from_slice(&(namespace.len() as u32).to_le_bytes());
+    out.extend_from_slice(namespace.as_bytes());
+    out.extend_from_slice(&(RECORDED as u32).to_le_bytes());
+    out.extend_from_slice(&index);
+    out.extend_from_slice(&data);
+    out
+}
+
+/// A real decisions file in the SQLite format blazec exports (`cubecl::bundle::export` of a
+/// warm cache root), made once per test binary: one child imports `flat_decisions` into a
+/// scratch cache, a second exports that cache as blazec does.
+fn real_sqlite_decisions() -> &'static [u8] {
+    static BYTES: OnceLock<Vec<u8>> = OnceLock::new();
+    BYTES.get_or_init(|| {
+        let dir = scratch("real");
+        run_child("warm", &dir);
+        run_child("export", &dir);
+        std::fs::read(dir.join("real.cubecl")).expect("the export wrote its file")
+    })
+}
+
+/// The page size and page count of a SQLite file's header.
+fn sqlite_pages(bytes: &[u8]) -> (usize, usize) {
+    let page = match u16::from_be_bytes([bytes[16], bytes[17]]) {
+        1 => 65536,
+        n => n as usize,
+    };
+    (page, u32::from_be_bytes([bytes[28], bytes[29], bytes[30], bytes[31]]) as usize)
+}
+
+/// Runs `mode` on `dir` in a child process; its stderr. Fails the test when the child is still
+/// running after `CHILD_LIMIT` (it is killed) or fails.
+fn run_child(mode: &str, dir: &Path) -> String {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["child_process_entry", "--exact", "--nocapture", "--test-threads=1"])
+        .env(MODE, mode)
+        .env(DIR, dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the test binary starts again");
+    let mut pipe = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = pipe.read_to_string(&mut text);
+        text
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if start.elapsed() > CHILD_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let stderr = reader.join().unwrap();
+    let status = status.unwrap_or_else(|| panic!("{mode} {}: still running after {CHILD_LIMIT:?} (killed)\n{stderr}", dir.display()));
+    assert!(status.success(), "{mode} {}: {status}\n{stderr}", dir.display());
+    stderr
+}
+
+/// What seeding from `dir/model.blaze` did in a child: Blaze's lines, the return value (as
+/// Debug), and how long the call took.
+struct Seeding {
+    lines: Vec<String>,
+    returned: String,
+    took: Duration,
+}
+
+fn seed_in_child(mode: &str, dir: &Path) -> Seeding {
+    let stderr = run_child(mode, dir);
+    let result = std::fs::read_to_string(dir.join("result.txt")).unwrap();
+    let (returned, millis) = result.rsplit_once('\n').unwrap();
+    Seeding { lines: blaze_lines(&stderr), returned: returned.to_string(), took: Duration::from_millis(millis.parse().unwrap()) }
+}
+
+/// The lines Blaze printed (a child may also print the driver's or the harness's).
+fn blaze_lines(stderr: &str) -> Vec<String> {
+    stderr.lines().filter(|l| l.starts_with("warning: blaze: ") || l.starts_with("note: blaze: ")).map(str::to_string).collect()
+}
+
+fn warning(dir: &Path, reason: &str, recorded: usize) -> String {
+    format!(
+        "warning: blaze: the bundle's autotune decisions {}: {reason}; the bundle records {recorded} decisions; CubeCL autotunes as usual",
+        dir.join(SIDE).display()
+    )
+}
+
+/// Seeding from the bundle in `dir` (recording `RECORDED`) prints exactly the warning with
+/// `reason`, returns nothing and answers within `PROMPT`.
+fn assert_refused(dir: &Path, reason: &str) {
+    write_bundle(dir, SIDE, &test_device(), RECORDED);
+    let seeding = seed_in_child("seed", dir);
+    assert_eq!(seeding.lines, vec![warning(dir, reason, RECORDED)]);
+    assert_eq!(seeding.returned, "None");
+    assert!(seeding.took < PROMPT, "seeding took {:?}", seeding.took);
+}
+
+/// Not a case: what a child process runs (nothing without `MODE`, as in a plain test run).
+#[test]
+fn child_process_entry() {
+    let Ok(mode) = std::env::var(MODE) else { return };
+    let dir = PathBuf::from(std::env::var_os(DIR).expect("the case's directory"));
+    let bundle = dir.join("model.blaze");
+    let result = match mode.as_str() {
+        "seed" => {
+            use_scratch_cache(&dir.join("cache"));
+            let start = Instant::now();
+            let seeded = blaze_burn::seed_autotune(&bundle, &test_device());
+            format!("{seeded:?}\n{}", start.elapsed().as_millis())
+        }
+        "init" => {
+            let device = blaze_burn::default_device();
+            write_bundle(&dir, SIDE, &blaze_burn::device_info(), RECORDED);
+            use_scratch_cache(&dir.join("cache"));
+            let start = Instant::now();
+            let handle = blaze_burn::init(&device, &bundle);
+            let took = start.elapsed().as_millis();
+            drop(handle);
+            format!("-\n{took}")
+        }
+        "warm" => {
+            use_scratch_cache(&dir.join("cache"));
+            let flat = cubecl::bundle::EmbeddedBundle::open(cubecl::bytes::Bytes::from_bytes_vec(flat_decisions())).expect("valid flat bundle");
+            let report = cubecl::bundle::import(&flat);
+            assert_eq!(report.imported, RECORDED, "{report:?}");
+            String::new()
+        }
+        "export" => {
+            // What blazec's `add_to_bundle` asks of CubeCL.
+            let options = cubecl::bundle::ExportOptions {
+                name: "blaze side-file test".into(),
+                namespaces: vec!["autotune".into()],
+                format: cubecl::bundle::BundleFormat::Sqlite,
+                ..Default::default()
+            };
+            cubecl::bundle::export(&[dir.join("cache")], dir.join("real.cubecl"), &options).expect("export");
+            String::new()
+        }
+        other => panic!("unknown mode {other}"),
+    };
+    std::fs::write(dir.join("result.txt"), result).unwrap();
+}
+
+/// Roots CubeCL's environment at `root`, as blazec pins a cache: CubeCL sets its root when its
+/// configuration first loads, so the configuration is loaded first.
+fn use_scratch_cache(root: &Path) {
+    use cubecl::config::RuntimeConfig;
+    std::fs::create_dir_all(root).unwrap();
+    let _ = cubecl::config::CubeClRuntimeConfig::get();
+    cubecl::environment::set_root(root.to_path_buf());
+}
+
+// The cases. Before the fix, CubeCL opened the side file itself: the FIFO hung start-up and a
+// truncated file was a note with 0 decisions imported.
+
+#[test]
+fn a_fifo_is_refused_without_opening_it() {
+    let dir = scratch("fifo");
+    mkfifo(&dir.join(SIDE));
+    assert_refused(&dir, "it is not a regular file (a FIFO)");
+}
+
+/// The user's report: `blaze_burn::init` never returned. It returns promptly, with the side
+/// file's warning (and the bundle's own, for it holds no plan for this run).
+#[test]
+fn init_with_a_fifo_side_file_returns_promptly_with_the_warning() {
+    let dir = scratch("init-fifo");
+    mkfifo(&dir.join(SIDE));
+    let seeding = seed_in_child("init", &dir);
+    let side: Vec<&String> = seeding.lines.iter().filter(|l| l.contains("autotune decisions")).collect();
+    assert_eq!(side, vec![&warning(&dir, "it is not a regular file (a FIFO)", RECORDED)], "{:?}", seeding.lines);
+    assert!(seeding.took < PROMPT, "init took {:?}", seeding.took);
+}
+
+#[test]
+fn a_directory_is_refused() {
+    let dir = scratch("directory");
+    std::fs::create_dir(dir.join(SIDE)).unwrap();
+    assert_refused(&dir, "it is a directory");
+}
+
+#[test]
+fn a_symlink_to_dev_zero_is_refused_as_the_device_it_names() {
+    let dir = scratch("dev-zero");
+    std::os::unix::fs::symlink("/dev/zero", dir.join(SIDE)).unwrap();
+    assert_refused(&dir, "it is not a regular file (a character device)");
+}
+
+#[test]
+fn a_symlink_loop_is_refused() {
+    let dir = scratch("loop");
+    let side = dir.join(SIDE);
+    std::os::unix::fs::symlink(&side, &side).unwrap();
+    assert_refused(&dir, "Too many levels of symbolic links (os error 40)");
+}
+
+#[test]
+fn a_file_over_the_size_limit_is_refused_from_its_metadata() {
+    let dir = scratch("huge");
+    // Sparse: the size is in the metadata, no 16 MiB is written (or read).
+    std::fs::File::create(dir.join(SIDE)).unwrap().set_len(MAX_FILE_BYTES + 1).unwrap();
+    assert_refused(&dir, &format!("it is larger than the 16 MiB limit ({} bytes)", MAX_FILE_BYTES + 1));
+}
+
+#[test]
+fn an_empty_file_is_damaged() {
+    let dir = scratch("empty");
+    std::fs::write(dir.join(SIDE), b"").unwrap();
+    assert_refused(&dir, "it is empty (damaged or truncated)");
+}
+
+#[test]
+fn a_file_in_neither_of_cubecls_formats_is_damaged() {
+    let dir = scratch("foreign");
+    std::fs::write(dir.join(SIDE), b"not a bundle").unwrap();
+    assert_refused(&dir, "it is damaged or truncated (its 12 bytes start with neither a SQLite header nor CubeCL's flat-bundle header)");
+}
+
+#[test]
+fn a_missing_file_is_reported() {
+    let dir = scratch("missing");
+    assert_refused(&dir, "No such file or directory (os error 2)");
+}
+
+#[test]
+fn a_file_without_read_permission_is_reported() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("unreadable");
+    let side = dir.join(SIDE);
+    std::fs::write(&side, flat_decisions()).unwrap();
+    std::fs::set_permissions(&side, std::fs::Permissions::from_mode(0o000)).unwrap();
+    // Root (any process with CAP_DAC_OVERRIDE) reads a file whatever its mode: nothing is
+    // refused then, so the case cannot be made.
+    if std::fs::read(&side).is_ok() {
+        eprintln!("skipped: this user reads files without read permission (root)");
+        return;
+    }
+    assert_refused(&dir, "Permission denied (os error 13)");
+}
+
+/// The bundle format refuses a side file outside the bundle's directory, so the bundle itself
+/// is refused (its warning comes from loading its plans) and seeding never looks at the path:
+/// here a FIFO, which would hang if it were opened.
+#[test]
+fn a_path_leaving_the_bundle_directory_is_refused_with_the_bundle() {
+    let dir = scratch("escaping");
+    let outside = dir.with_extension("outside-fifo");
+    let _ = std::fs::remove_file(&outside);
+    mkfifo(&outside);
+    let file = format!("../{}", outside.file_name().unwrap().to_str().unwrap());
+    let bundle = write_bundle(&dir, &file, &test_device(), RECORDED);
+    let err = Bundle::read(&bundle).unwrap_err().to_string();
+    assert!(err.contains(&format!("autotune file `{file}` must be a relative path inside the bundle's directory")), "{err}");
+    let seeding = seed_in_child("seed", &dir);
+    assert_eq!(seeding.lines, Vec::<String>::new());
+    assert_eq!(seeding.returned, "None");
+    assert!(seeding.took < PROMPT, "seeding took {:?}", seeding.took);
+    let _ = std::fs::remove_file(&outside);
+}
+
+#[test]
+fn a_truncated_flat_file_is_damaged() {
+    let dir = scratch("flat-truncated");
+    let bytes = flat_decisions();
+    std::fs::write(dir.join(SIDE), &bytes[..bytes.len() - 1]).unwrap();
+    assert_refused(&dir, "it is damaged or truncated (corrupted flat bundle: entry span runs past the end)");
+}
+
+#[test]
+fn a_flat_file_cut_inside_its_header_is_damaged() {
+    let dir = scratch("flat-header");
+    std::fs::write(dir.join(SIDE), &flat_decisions()[..14]).unwrap();
+    assert_refused(&dir, "it is damaged or truncated (not a cubecl flat bundle)");
+}
+
+/// A truncated copy of a real export, cut inside a page (as an interrupted download leaves it).
+#[test]
+fn a_sqlite_file_cut_inside_a_page_is_damaged() {
+    let dir = scratch("sqlite-mid-page");
+    let real = real_sqlite_decisions();
+    let (page, _) = sqlite_pages(real);
+    let cut = real.len() - 100;
+    std::fs::write(dir.join(SIDE), &real[..cut]).unwrap();
+    assert_refused(&dir, &format!("it is damaged or truncated ({cut} bytes is not a whole number of {page}-byte SQLite pages)"));
+}
+
+/// A truncated copy of a real export, cut at a page boundary (as a copy interrupted between
+/// blocks leaves it): only the header's page count shows it.
+#[test]
+fn a_sqlite_file_missing_whole_pages_is_damaged() {
+    let dir = scratch("sqlite-pages");
+    let real = real_sqlite_decisions();
+    let (page, pages) = sqlite_pages(real);
+    assert!(pages >= 2 && real.len() >= pages * page, "{pages} pages of {page} bytes in {} bytes", real.len());
+    std::fs::write(dir.join(SIDE), &real[..(pages - 1) * page]).unwrap();
+    assert_refused(&dir, &format!("it is damaged or truncated (its SQLite header counts {pages} pages of {page} bytes, the file holds {})", pages - 1));
+}
+
+/// A file that yields fewer decisions than the bundle records is damaged, even when CubeCL
+/// reads it without complaint; what it did import stays imported.
+#[test]
+fn a_file_holding_fewer_decisions_than_the_bundle_records_is_damaged() {
+    let dir = scratch("fewer");
+    std::fs::write(dir.join(SIDE), flat_decisions()).unwrap();
+    write_bundle(&dir, SIDE, &test_device(), RECORDED + 2);
+    let seeding = seed_in_child("seed", &dir);
+    let reason = format!("it is damaged or truncated (CubeCL read {RECORDED} decisions from it: {RECORDED} imported, 0 already present)");
+    assert_eq!(seeding.lines, vec![warning(&dir, &reason, RECORDED + 2)]);
+    assert_eq!(seeding.returned, "None");
+}
+
+/// The controls: intact files in both formats are imported, with the note as before.
+#[test]
+fn intact_files_in_both_formats_are_imported() {
+    for (name, bytes) in [("flat", flat_decisions()), ("sqlite", real_sqlite_decisions().to_vec())] {
+        let dir = scratch(&format!("intact-{name}"));
+        std::fs::write(dir.join(SIDE), bytes).unwrap();
+        write_bundle(&dir, SIDE, &test_device(), RECORDED);
+        let seeding = seed_in_child("seed", &dir);
+        let file = dir.join(SIDE).display().to_string();
+        assert_eq!(seeding.lines, vec![format!("note: blaze: seeded CubeCL's autotune cache from {file}: {RECORDED} decisions imported, 0 already present")], "{name}");
+        let seeded = Seeded { file, imported: RECORDED, already_present: 0, failed: 0 };
+        assert_eq!(seeding.returned, format!("{:?}", Some(seeded)), "{name}");
+    }
+}

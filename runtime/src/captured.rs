@@ -1,0 +1,180 @@
+//! Captured execution (plan setting `execution = captured`): a model's step recorded once after
+//! warm-up and replayed for every later step, its inputs written in place before each replay.
+//!
+//! [`Captured`] wraps any [`Model`], so every harness that steps a model (runs, races, the
+//! verification gate) steps a captured one unchanged. It never trusts a recording blindly:
+//! * until `warm_steps` eager steps have run it steps eagerly (compilation, autotune and the
+//!   plan's exploration happen there, outside any recording);
+//! * then it records through the model's [`RecordableStep`]; a refusal (the model cannot be
+//!   recorded, the backend refused, a host write or read inside the window, no room in the
+//!   pools) leaves eager execution in force for the rest of the run with one warning naming
+//!   the cause; that step runs eagerly on the batch after the one the recording consumed;
+//! * a replay or an input refresh that fails does the same.
+//!
+//! Whether the replays compute what eager steps compute is not decided here: that is the
+//! verification gate's (`blazec verify`, `tune`), which compares a captured instance with an
+//! eager one over many steps with fresh inputs.
+use crate::model::{Description, Model, RecordableStep, Recording, RecordingMemory, StepOutput};
+
+/// Eager steps before recording by default: the first explores and compiles, the next ones
+/// run cached plans (as the op-stream check and the harness's warm-up need them to).
+pub const WARM_STEPS: usize = 3;
+
+/// Where a captured model stands.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CaptureState {
+    /// Still warming up eagerly; records at the next step once `WARM_STEPS` have run.
+    Warming { eager_steps: usize },
+    /// Steps are replays of the recording.
+    Replaying,
+    /// Eager execution stays in force, for this reason (already warned about once).
+    Eager(String),
+}
+
+/// A model whose steps are replayed from one recording (see the module docs).
+pub struct Captured {
+    inner: Box<dyn Model>,
+    warm_steps: usize,
+    state: CaptureState,
+    recording: Option<Box<dyn Recording>>,
+    replays: usize,
+    warn: fn(&str),
+}
+
+impl Captured {
+    pub fn new(inner: Box<dyn Model>) -> Self {
+        Self::with_warm_steps(inner, WARM_STEPS)
+    }
+
+    pub fn with_warm_steps(inner: Box<dyn Model>, warm_steps: usize) -> Self {
+        Self { inner, warm_steps, state: CaptureState::Warming { eager_steps: 0 }, recording: None, replays: 0, warn: print_warning }
+    }
+
+
+    /// Sends the one fallback warning to `warn` instead of stderr (tests).
+    pub fn warn_with(mut self, warn: fn(&str)) -> Self {
+        self.warn = warn;
+        self
+    }
+
+    pub fn state(&self) -> &CaptureState {
+        &self.state
+    }
+
+    /// `captured`, `captured (warming up)` or `eager: <cause>`, as run reports say it.
+    pub fn execution(&self) -> String {
+        match &self.state {
+            CaptureState::Replaying => "captured".into(),
+            CaptureState::Warming { .. } => "captured (warming up, not recorded yet)".into(),
+            CaptureState::Eager(why) => format!("eager: {why}"),
+        }
+    }
+
+    /// Replays run so far.
+    pub fn replays(&self) -> usize {
+        self.replays
+    }
+
+    pub fn memory(&self) -> Option<RecordingMemory> {
+        self.recording.as_ref().map(|r| r.memory())
+    }
+
+    pub fn recorded_partition(&self) -> Option<blaze_ir::ExecutedPartition> {
+        self.recording.as_ref().and_then(|r| r.partition())
+    }
+
+    fn fall_back(&mut self, cause: String) {
+        (self.warn)(&fallback_warning(&cause));
+        self.recording = None;
+        self.state = CaptureState::Eager(cause);
+    }
+
+    /// Records, and returns the recorded step's output (the recording computed the next batch).
+    fn record(&mut self, capture: bool) -> Option<StepOutput> {
+        match record_on(self.inner.as_mut()) {
+            Ok(mut recording) => {
+                let out = recording.read(capture);
+                self.recording = Some(recording);
+                self.state = CaptureState::Replaying;
+                Some(out)
+            }
+            Err(cause) => {
+                self.fall_back(format!("recording refused: {cause}"));
+                None
+            }
+        }
+    }
+
+    fn replay(&mut self, capture: bool) -> Option<StepOutput> {
+        let recording = self.recording.as_mut().expect("replaying holds a recording");
+        match replay_on(self.inner.as_mut(), recording.as_mut(), capture) {
+            Ok(out) => {
+                self.replays += 1;
+                Some(out)
+            }
+            Err(cause) => {
+                self.fall_back(cause);
+                None
+            }
+        }
+    }
+}
+
+/// Records one step of `model` on its next batch, under the fusion installed now (the step's
+/// output is read from the recording). Only plans without cuts are recorded (plan validation):
+/// the recorded step does not register the operations that make its inputs from data, so a
+/// cut position would name another operation there.
+pub fn record_on(model: &mut dyn Model) -> Result<Box<dyn Recording>, String> {
+    let step = model.recordable()?;
+    step.refresh_inputs().map_err(|e| format!("input refresh: {e}"))?;
+    step.record()
+}
+
+/// One captured step: the next batch written into `model`'s inputs, `recording` replayed, its
+/// outputs read.
+pub fn replay_on(model: &mut dyn Model, recording: &mut dyn Recording, capture: bool) -> Result<StepOutput, String> {
+    model.recordable()?.refresh_inputs().map_err(|e| format!("input refresh: {e}"))?;
+    recording.replay().map_err(|e| format!("replay: {e}"))?;
+    Ok(recording.read(capture))
+}
+
+/// The one line printed when captured execution is not (or no longer) in force.
+pub fn fallback_warning(cause: &str) -> String {
+    format!("warning: blaze: captured execution not in force ({cause}); steps run eagerly under the plan's fusion")
+}
+
+fn print_warning(line: &str) {
+    eprintln!("{line}");
+}
+
+impl Model for Captured {
+    fn describe(&self) -> Description {
+        self.inner.describe()
+    }
+
+    fn step(&mut self, capture: bool) -> StepOutput {
+        let out = match self.state.clone() {
+            CaptureState::Warming { eager_steps } if eager_steps < self.warm_steps => {
+                self.state = CaptureState::Warming { eager_steps: eager_steps + 1 };
+                None
+            }
+            CaptureState::Warming { .. } => self.record(capture),
+            CaptureState::Replaying => self.replay(capture),
+            CaptureState::Eager(_) => None,
+        };
+        // Eager whenever no recording ran this step: warming up, or fallen back (also in the
+        // step where the recording or the replay failed, so no step is lost).
+        out.unwrap_or_else(|| self.inner.step(capture))
+    }
+
+    fn sync(&self) {
+        self.inner.sync()
+    }
+
+    fn recordable(&mut self) -> Result<&mut dyn RecordableStep, String> {
+        Err("already captured".into())
+    }
+}
+
+#[cfg(test)]
+mod tests;
