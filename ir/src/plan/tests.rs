@@ -36,7 +36,7 @@ fn empty_and_truncated_files_are_refused() {
 fn newer_version_is_refused_with_its_number() {
     let text = plan().to_ron().replace("format_version: 1", "format_version: 9");
     let err = PlanFile::parse(&text).unwrap_err();
-    assert_eq!(err, PlanError::UnknownVersion { found: 9, oldest: 1, newest: 3 });
+    assert_eq!(err, PlanError::UnknownVersion { found: 9, oldest: 1, newest: 4 });
     assert!(err.to_string().contains("format version 9"));
 }
 
