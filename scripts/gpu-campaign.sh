@@ -36,7 +36,7 @@
 #                              cutting every 4th live cut point), then fresh processes, each with an empty
 #                              CubeCL cache and an empty NVIDIA shader cache, alternate without and with
 #                              the bundle's autotune decisions: warm-up step times, steady steps, losses
-#   ship:<model>[:<reps>]      bundle of plans/<model>.{training,forward}.h200.ron + this machine's autotune
+#   ship:<model>[:<reps>]      bundle of <dir>/<model>.{training,forward}.h200.ron (dirs $SHIP_DIRS) + this machine's autotune
 #                              decisions; blazec check; Burn vs bundle in fresh processes (fresh seeded cache)
 #   oom:<model>[:<small>]      a run and a tune at a shape exhausting device memory, then a tune of <small>
 #   lost:<model>               a tune whose candidate c2 destroys the wgpu device on install (test-only
@@ -222,11 +222,18 @@ for stage in ${STAGES:-}; do
       # The shipped plans of <model> (plans/<model>.{training,forward}.h200.ron) and this machine's
       # autotune decisions as one bundle; `check` on it; then Burn's plan and the bundle in fresh
       # processes, alternating, each bundle run with an empty autotune cache seeded from the bundle.
+      # $SHIP_DIRS (default "plans"): where each regime's plan is looked for, first found wins
+      # ("plans/captured plans" prefers the captured forward plans); regimes without one are skipped.
       sd=$R/ship-$a; mkdir -p $sd; rm -rf $sd/$a.blaze*
-      /tmp/blazec bundle $sd/$a.blaze $REPO/plans/$a.training.h200.ron $REPO/plans/$a.forward.h200.ron \
-        --autotune-cache ~/.cache/cubecl > $sd/bundle.txt 2>&1
-      name=ship-check; timed 200 /tmp/blazec check $sd/$a.blaze > $sd/check.txt 2>&1
+      files=(); regimes=()
       for r in training forward; do
+        for d in ${SHIP_DIRS:-plans}; do
+          if [ -f $REPO/$d/$a.$r.h200.ron ]; then files+=($REPO/$d/$a.$r.h200.ron); regimes+=($r); break; fi
+        done
+      done
+      /tmp/blazec bundle $sd/$a.blaze "${files[@]}" --autotune-cache ~/.cache/cubecl > $sd/bundle.txt 2>&1
+      name=ship-check; timed 200 /tmp/blazec check $sd/$a.blaze > $sd/check.txt 2>&1
+      for r in "${regimes[@]}"; do
         for rep in $(seq 1 ${b:-2}); do
           order="burn bundle"; [ $((rep % 2)) -eq 0 ] && order="bundle burn"
           for v in $order; do

@@ -63,11 +63,13 @@ pub fn run(resolve: &Resolver, args: &RunArgs) -> anyhow::Result<()> {
         Some(n) => Settle::Steps(n),
         None => Settle::For(std::time::Duration::from_millis(args.settle_ms)),
     };
-    let captured = match &planned {
-        Some(LoadOutcome::Applied(h)) if h.plan.settings.is_captured() => Some(&h.plan),
-        _ => None,
+    // A captured plan, or a bundle whose entry for this regime is captured, records the step.
+    let captured = match (&planned, &bundled) {
+        (Some(LoadOutcome::Applied(h)), _) => h.plan.settings.is_captured(),
+        (None, Some(b)) => b.captures(args.model.regime),
+        _ => false,
     };
-    let report = if captured.is_some() {
+    let report = if captured {
         let mut model = blaze_runtime::Captured::new(model);
         run_loaded(&mut model, loaded, args.warmup, settle, args.steps).with_capture(&model)
     } else {

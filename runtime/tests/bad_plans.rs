@@ -86,7 +86,7 @@ fn kinds() -> Vec<Kind> {
         k("missing field", t(good.replace("burn_version: \"0.22.1\",", "")), "not valid plan RON"),
         k("duplicate field", t(good.replacen("cuts: [", "cuts: [], cuts: [", 1)), "not valid plan RON"),
         k("nested 100 000 deep", t(format!("PlanFile(format_version: 1, cuts: {}{})", "[".repeat(100_000), "]".repeat(100_000))), "not valid plan RON"),
-        k("newer format version", t(good.replace("format_version: 1", "format_version: 7")), "format version 7; this Blaze reads versions 1..=3"),
+        k("newer format version", t(good.replace("format_version: 1", "format_version: 7")), &format!("format version 7; this Blaze reads versions 1..={}", blaze_ir::plan::FORMAT_VERSION)),
         k("format version 0", t(good.replace("format_version: 1", "format_version: 0")), "format version 0"),
         k("beam width 0", t(edited(|p| { p.format_version = 2; p.settings.max_blocks = Some(0) })), "plan setting out of range: max_blocks = 0"),
         k("submission batch too large", t(edited(|p| { p.format_version = 2; p.settings.max_tasks = Some(1 << 20) })), "plan setting out of range: max_tasks = 1048576"),
