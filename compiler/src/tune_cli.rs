@@ -86,11 +86,13 @@ pub struct TuneArgs {
     /// 120-140 ms cached by position against 111 ms shared, in fresh processes).
     #[arg(long)]
     pub by_position: bool,
-    /// Also race captured execution (forward regime; plan format version 4): after the race,
-    /// Burn's plan and the race's winner each recorded once and replayed with their inputs
-    /// written in place, raced in the same process against Burn's plan and the winner run
-    /// eagerly; a captured plan is kept only if it wins and passes the captured gate (20
-    /// replays on fresh batches against eager execution of the same plan).
+    /// Also race captured execution (plan format version 4): after the race, Burn's plan and
+    /// the race's winner each recorded once and replayed with their inputs written in place
+    /// (training: parameters, Adam's moments and step scalars too), raced in the same process
+    /// against Burn's plan and the winner run eagerly; a captured plan is kept only if it wins
+    /// and passes the captured gate (forward: 20 replays on fresh batches against eager
+    /// execution of the same plan; training: 200 replays against Burn's own Adam run eagerly,
+    /// every loss and output and the parameters at the end).
     #[arg(long)]
     pub captured: bool,
     /// Cut candidates per beam width: the model is traced again under each width and cuts

@@ -2,7 +2,8 @@
 //! regime of attention-d257 at batch 2, sequence 32: a recorded step replays fresh batches and
 //! computes what eager steps compute; the gate refuses a replay whose inputs are not written in
 //! place; a recording the backend refuses leaves eager execution with one warning; plans with
-//! cuts and training plans are refused.
+//! cuts are refused. Training: a recorded step with its state written back in place follows
+//! Burn's eager Adam, and the gate (200 replays) refuses one that does not write it back.
 mod common;
 use blaze_compiler::runner::RunReport;
 use common::*;
@@ -22,15 +23,19 @@ fn captured_plan(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
 
 /// `blazec run` forward with `steps` timed steps and no settling, so runs line up step by step.
 fn run_forward(dir: &Path, tag: &str, plan: Option<&Path>, steps: u32, env: &[(&str, &str)]) -> (RunReport, String) {
+    let plan_text = plan.map(|p| p.to_str().unwrap().to_string());
+    let load: Vec<&str> = plan_text.iter().flat_map(|p| ["--plan", p.as_str()]).collect();
+    run_forward_with(dir, tag, &load, steps, env)
+}
+
+/// `run_forward` with `load` (`--plan <file>` or `--bundle <dir>`) added.
+fn run_forward_with(dir: &Path, tag: &str, load: &[&str], steps: u32, env: &[(&str, &str)]) -> (RunReport, String) {
     let report = dir.join(format!("{tag}.report.ron"));
     let steps = steps.to_string();
     let mut args = vec!["run"];
     args.extend(SMALL);
     args.extend(["--regime", "forward", "--steps", &steps, "--settle-steps", "0", "--report", report.to_str().unwrap()]);
-    let plan_text = plan.map(|p| p.to_str().unwrap().to_string());
-    if let Some(p) = &plan_text {
-        args.extend(["--plan", p]);
-    }
+    args.extend(load);
     let out = blazec_env(&args, env);
     assert!(out.status.success(), "run {tag}: {}", String::from_utf8_lossy(&out.stderr));
     (read_report(&report), String::from_utf8_lossy(&out.stderr).into_owned())
@@ -69,6 +74,21 @@ fn a_captured_plan_replays_fresh_batches_and_computes_the_eager_numbers() {
 }
 
 #[test]
+fn a_bundle_whose_entry_is_captured_replays_without_a_drift_warning() {
+    let dir = scratch("captured-bundle");
+    let plan = captured_plan(&dir, "burn-captured.ron", &[]);
+    let bundle = dir.join("captured.blaze");
+    ok(&["bundle", bundle.to_str().unwrap(), plan.to_str().unwrap()]);
+    let (report, stderr) = run_forward_with(&dir, "bundle", &["--bundle", bundle.to_str().unwrap()], 8, &[]);
+    assert!(report.plan.starts_with("applied"), "{}\n{stderr}", report.plan);
+    assert_eq!(report.execution.as_deref(), Some("captured"), "{stderr}");
+    assert!(report.replays >= 8, "{}", report.replays);
+    // Replays register only the input refreshes: the bundle's watch must not take them for a
+    // program whose steps changed.
+    assert!(!stderr.contains("warning"), "no warning while the entry is replayed: {stderr}");
+}
+
+#[test]
 fn the_gate_refuses_a_replay_whose_inputs_are_reallocated_instead_of_written_in_place() {
     let dir = scratch("captured-realloc");
     let plan = captured_plan(&dir, "burn-captured.ron", &[]);
@@ -100,16 +120,56 @@ fn a_recording_the_backend_refuses_leaves_eager_execution_with_one_warning() {
     assert!(verdict.contains("Refused") && verdict.contains("not captured"), "{verdict}");
 }
 
-#[test]
-fn a_training_plan_cannot_be_captured() {
-    let dir = scratch("captured-training");
+/// A plan of Burn's own fusion for the training trace, captured.
+fn captured_training_plan(dir: &Path) -> PathBuf {
     let (trace, _) = trace("training");
-    let out = dir.join("t.ron");
-    let o = blazec(&["plan", "--trace", trace.to_str().unwrap(), "--captured", "-o", out.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(stderr.contains("captured execution is for the forward regime"), "{stderr}");
-    assert!(!out.exists(), "no plan written");
+    let out = dir.join("training-captured.ron");
+    ok(&["plan", "--trace", trace.to_str().unwrap(), "--captured", "-o", out.to_str().unwrap()]);
+    out
+}
+
+/// `blazec run` training with `load` added, `steps` timed steps, no settling.
+fn run_training(dir: &Path, tag: &str, load: &[&str], steps: u32, env: &[(&str, &str)]) -> (RunReport, String) {
+    let report = dir.join(format!("{tag}.report.ron"));
+    let steps = steps.to_string();
+    let mut args = vec!["run"];
+    args.extend(SMALL);
+    args.extend(["--regime", "training", "--warmup", "0", "--steps", &steps, "--settle-steps", "0", "--report", report.to_str().unwrap()]);
+    args.extend(load);
+    let out = blazec_env(&args, env);
+    assert!(out.status.success(), "run {tag}: {}", String::from_utf8_lossy(&out.stderr));
+    (read_report(&report), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn a_captured_training_step_replays_burns_adam_and_the_gate_verifies_200_replays() {
+    let dir = scratch("captured-training");
+    let plan = captured_training_plan(&dir);
+    let text = std::fs::read_to_string(&plan).unwrap();
+    assert!(text.contains("regime: Training") && text.contains("execution: Some(Captured)"), "{text}");
+    let (eager, _) = run_training(&dir, "eager", &[], 16, &[]);
+    let (captured, stderr) = run_training(&dir, "captured", &["--plan", plan.to_str().unwrap()], 16, &[]);
+    assert_eq!(captured.execution.as_deref(), Some("captured"), "{stderr}");
+    assert!(captured.replays >= 8, "{}", captured.replays);
+    // Parameters and Adam's moments written back in place, the learning rate and bias
+    // corrections on the device: every step's loss is Burn's eager Adam's.
+    let rel = max_rel_diff(&eager.losses, &captured.losses);
+    assert!(rel <= 1e-5, "captured training follows the eager chain: {rel:e}\n{:?}\n{:?}", eager.losses, captured.losses);
+    assert!(eager.losses.last() < eager.losses.first(), "it learns: {:?}", eager.losses);
+    let verdict = verify(&plan, &[]);
+    assert!(verdict.contains("Verified"), "{verdict}");
+}
+
+#[test]
+fn the_gate_refuses_a_captured_training_step_that_does_not_write_its_state_back() {
+    let dir = scratch("captured-training-stale");
+    let plan = captured_training_plan(&dir);
+    let env = [(FAULT, "no-write-back")];
+    // The run cannot tell: it records and replays.
+    let (captured, _) = run_training(&dir, "stale", &["--plan", plan.to_str().unwrap()], 8, &env);
+    assert_eq!(captured.execution.as_deref(), Some("captured"));
+    let verdict = verify(&plan, &env);
+    assert!(verdict.contains("Refused") && verdict.contains("different"), "the stale state shows in the numbers: {verdict}");
 }
 
 #[test]

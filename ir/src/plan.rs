@@ -283,8 +283,6 @@ pub enum PlanError {
     StoreBeforeVersion3,
     #[error("plan file versions 1 to 3 cannot hold an execution setting (it came with version 4)")]
     ExecutionBeforeVersion4,
-    #[error("captured execution is for the forward regime; this plan is for training, whose persistent state a replay would not write back")]
-    CapturedTraining,
     #[error("captured execution records plans without cuts only: a recorded step does not register the operations that make its inputs from data, so cut positions would not name the same operations there")]
     CapturedCuts,
     #[error("a plan with cuts caches its plans by position; store = shared is not possible with cuts")]
@@ -395,9 +393,6 @@ impl PlanFile {
         }
         if !self.cuts.is_empty() && self.settings.store == Some(PlanStore::Shared) {
             return Err(PlanError::SharedStoreWithCuts);
-        }
-        if self.settings.is_captured() && self.contract.regime == Regime::Training {
-            return Err(PlanError::CapturedTraining);
         }
         if self.settings.is_captured() && !self.cuts.is_empty() {
             return Err(PlanError::CapturedCuts);

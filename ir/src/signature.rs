@@ -76,7 +76,36 @@ impl std::fmt::Display for DtypeOf<'_> {
 
 /// `NumericFloat/Add`: the outer and inner variant names of `op`'s Debug form.
 pub fn kind_of(op: &OperationIr) -> String {
-    kind_of_debug(op)
+    // The kind is a function of the two variants alone (the scanner stops after two names),
+    // so each pair is formatted once per thread: formatting cost the op-stream watch about
+    // 3 us an operation on the 2-core CI machine, a lookup costs tens of nanoseconds.
+    thread_local! {
+        static KINDS: std::cell::RefCell<std::collections::HashMap<(std::mem::Discriminant<OperationIr>, u64), String>> = Default::default();
+    }
+    let key = (std::mem::discriminant(op), inner_variant(op));
+    KINDS.with(|kinds| kinds.borrow_mut().entry(key).or_insert_with(|| kind_of_debug(op)).clone())
+}
+
+/// The discriminant of `op`'s inner operation enum, hashed (0 where the payload is a struct,
+/// whose kind is the outer variant alone).
+fn inner_variant(op: &OperationIr) -> u64 {
+    use std::hash::{Hash, Hasher};
+    fn of<T>(inner: &T) -> u64 {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        std::mem::discriminant(inner).hash(&mut h);
+        h.finish()
+    }
+    match op {
+        OperationIr::BaseFloat(i) | OperationIr::BaseInt(i) | OperationIr::BaseBool(i) => of(i),
+        OperationIr::NumericFloat(_, i) | OperationIr::NumericInt(_, i) => of(i),
+        OperationIr::Bool(i) => of(i),
+        OperationIr::Int(i) => of(i),
+        OperationIr::Float(_, i) => of(i),
+        OperationIr::Module(i) => of(i),
+        OperationIr::Distributed(i) => of(i),
+        OperationIr::Activation(i) => of(i),
+        OperationIr::Init(_) | OperationIr::Custom(_) | OperationIr::Drop(_) => 0,
+    }
 }
 
 /// The kind in `op`'s Debug form, read as it is written: formatting stops once the two variant
@@ -286,5 +315,31 @@ mod tests {
             assert_eq!(OpSignature::of(&op).to_line(), expected);
             assert_eq!(OpSignature::line_of(&op), expected);
         }
+    }
+
+    /// The kind cached per variant pair is the kind formatting that operation gives: for the
+    /// same pair with other payloads, and for other inner variants under the same outer one.
+    #[test]
+    fn cached_kinds_are_the_formatted_kinds() {
+        let tensor = |id: u64, dims: &str| format!("(id: (value: {id}), shape: (dims: [{dims}]), status: ReadOnly, dtype: F32)");
+        let unary = |name: &str, dims: &str| format!("Float(F32, {name}((input: {}, out: {})))", tensor(1, dims), tensor(2, dims));
+        let texts = [
+            unary("Exp", "2, 3"),
+            unary("Exp", "7"),
+            unary("Log", "2, 3"),
+            unary("Tanh", "4, 4, 4"),
+            format!("NumericFloat(F32, Add((lhs: {}, rhs: {}, out: {})))", tensor(1, "5"), tensor(2, "5"), tensor(3, "5")),
+            format!("NumericFloat(F32, Sub((lhs: {}, rhs: {}, out: {})))", tensor(1, "5"), tensor(2, "5"), tensor(3, "5")),
+            format!("Drop({})", tensor(4, "16")),
+            format!("Drop({})", tensor(5, "")),
+        ];
+        for text in &texts {
+            let op: OperationIr = ron::from_str(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            // Twice: the second answer comes from the cache.
+            assert_eq!(kind_of(&op), kind_of_debug(&op), "{text}");
+            assert_eq!(kind_of(&op), kind_of_debug(&op), "{text}");
+        }
+        let kind = |i: usize| kind_of(&ron::from_str::<OperationIr>(&texts[i]).unwrap());
+        assert_eq!((kind(0), kind(2), kind(3), kind(4), kind(5)), ("Float/Exp".into(), "Float/Log".into(), "Float/Tanh".into(), "NumericFloat/Add".into(), "NumericFloat/Sub".into()));
     }
 }

@@ -9,7 +9,11 @@
 //!   recorded, the backend refused, a host write or read inside the window, no room in the
 //!   pools) leaves eager execution in force for the rest of the run with one warning naming
 //!   the cause; that step runs eagerly on the batch after the one the recording consumed;
-//! * a replay or an input refresh that fails does the same.
+//! * a replay or an input refresh that fails does the same;
+//! * a step that changes state (training) first moves that state where a recording writes it
+//!   in place (`RecordableStep::hold_state_in_place`, before its first step); its recording
+//!   runs real steps while preparing, whose outputs the next calls of `step` return in order.
+//!   A recording refused after those steps ran loses their outputs (the steps did happen).
 //!
 //! Whether the replays compute what eager steps compute is not decided here: that is the
 //! verification gate's (`blazec verify`, `tune`), which compares a captured instance with an
@@ -39,6 +43,11 @@ pub struct Captured {
     recording: Option<Box<dyn Recording>>,
     replays: usize,
     warn: fn(&str),
+    /// Held from recording until a fallback: the op-stream watch ignores captured steps.
+    capturing: Option<crate::watch::Capturing>,
+    /// Outputs of steps that already ran while the recording was prepared (training), handed
+    /// out by the next calls of `step`.
+    pending: std::collections::VecDeque<StepOutput>,
 }
 
 impl Captured {
@@ -47,7 +56,7 @@ impl Captured {
     }
 
     pub fn with_warm_steps(inner: Box<dyn Model>, warm_steps: usize) -> Self {
-        Self { inner, warm_steps, state: CaptureState::Warming { eager_steps: 0 }, recording: None, replays: 0, warn: print_warning }
+        Self { inner, warm_steps, state: CaptureState::Warming { eager_steps: 0 }, recording: None, replays: 0, warn: print_warning, capturing: None, pending: Default::default() }
     }
 
 
@@ -86,17 +95,20 @@ impl Captured {
     fn fall_back(&mut self, cause: String) {
         (self.warn)(&fallback_warning(&cause));
         self.recording = None;
+        self.capturing = None;
         self.state = CaptureState::Eager(cause);
     }
 
     /// Records, and returns the recorded step's output (the recording computed the next batch).
     fn record(&mut self, capture: bool) -> Option<StepOutput> {
+        self.capturing = Some(crate::watch::Capturing::begin());
         match record_on(self.inner.as_mut()) {
             Ok(mut recording) => {
-                let out = recording.read(capture);
+                self.pending.extend(recording.prepared());
+                self.pending.push_back(recording.read(capture));
                 self.recording = Some(recording);
                 self.state = CaptureState::Replaying;
-                Some(out)
+                self.pending.pop_front()
             }
             Err(cause) => {
                 self.fall_back(format!("recording refused: {cause}"));
@@ -153,6 +165,18 @@ impl Model for Captured {
     }
 
     fn step(&mut self, capture: bool) -> StepOutput {
+        if let Some(mut out) = self.pending.pop_front() {
+            if !capture {
+                out.logits.clear();
+            }
+            return out;
+        }
+        if self.state == (CaptureState::Warming { eager_steps: 0 }) {
+            // Before the first step: a training step's state moves to where a replay writes it.
+            if let Err(cause) = self.inner.recordable().and_then(|s| s.hold_state_in_place()) {
+                self.fall_back(format!("cannot be recorded: {cause}"));
+            }
+        }
         let out = match self.state.clone() {
             CaptureState::Warming { eager_steps } if eager_steps < self.warm_steps => {
                 self.state = CaptureState::Warming { eager_steps: eager_steps + 1 };
@@ -169,6 +193,10 @@ impl Model for Captured {
 
     fn sync(&self) {
         self.inner.sync()
+    }
+
+    fn parameters(&self) -> Vec<f32> {
+        self.inner.parameters()
     }
 
     fn recordable(&mut self) -> Result<&mut dyn RecordableStep, String> {

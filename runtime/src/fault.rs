@@ -50,9 +50,12 @@ pub enum CaptureFault {
     /// Inputs "refreshed" by adopting the fresh tensor's new buffer instead of writing into the
     /// held one: replays read the recorded (stale) buffer.
     RefreshByAllocation,
+    /// A training step's optimizer assigns its new parameters and moments instead of writing
+    /// them back into their buffers: replays update stale state.
+    NoWriteBack,
 }
 
-/// Environment variable for [`inject_capture`] (`write` or `realloc`), read by blazec.
+/// Environment variable for [`inject_capture`] (`write`, `realloc` or `no-write-back`), read by blazec.
 pub const CAPTURE_FAULT_ENV: &str = "BLAZE_INJECT_CAPTURE_FAULT";
 
 static CAPTURE_FAULT: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
@@ -62,6 +65,7 @@ pub fn inject_capture(fault: Option<CaptureFault>) {
         None => 0,
         Some(CaptureFault::WriteInsideRecording) => 1,
         Some(CaptureFault::RefreshByAllocation) => 2,
+        Some(CaptureFault::NoWriteBack) => 3,
     };
     CAPTURE_FAULT.store(code, Ordering::SeqCst);
 }
@@ -70,15 +74,17 @@ pub fn capture_fault() -> Option<CaptureFault> {
     match CAPTURE_FAULT.load(Ordering::Relaxed) {
         1 => Some(CaptureFault::WriteInsideRecording),
         2 => Some(CaptureFault::RefreshByAllocation),
+        3 => Some(CaptureFault::NoWriteBack),
         _ => None,
     }
 }
 
-/// The fault an environment value names (`write`, `realloc`).
+/// The fault an environment value names (`write`, `realloc`, `no-write-back`).
 pub fn capture_fault_named(value: &str) -> Result<CaptureFault, String> {
     match value {
         "write" => Ok(CaptureFault::WriteInsideRecording),
         "realloc" => Ok(CaptureFault::RefreshByAllocation),
-        _ => Err(format!("{CAPTURE_FAULT_ENV}={value}: expected write or realloc")),
+        "no-write-back" => Ok(CaptureFault::NoWriteBack),
+        _ => Err(format!("{CAPTURE_FAULT_ENV}={value}: expected write, realloc or no-write-back")),
     }
 }

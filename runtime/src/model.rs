@@ -51,6 +51,11 @@ pub trait Model {
     fn step(&mut self, capture: bool) -> StepOutput;
     /// Wait until the device has finished all work (a fusion sync point).
     fn sync(&self);
+    /// Every parameter's values now, in a fixed order (empty: the model does not say). The
+    /// captured gate compares them at the end of a training run.
+    fn parameters(&self) -> Vec<f32> {
+        Vec::new()
+    }
     /// The step in the form that can be recorded once and replayed (captured execution,
     /// [`crate::captured`]), or why this model cannot be recorded.
     fn recordable(&mut self) -> Result<&mut dyn RecordableStep, String> {
@@ -68,14 +73,23 @@ pub trait Model {
 /// * `record` registers the step's device work on those inputs and nothing else: no host
 ///   write, read or sync inside the recording, and it keeps the step's outputs in tensors of
 ///   the recording it returns;
-/// * the step changes no state a later step reads (forward regime): a replay writes nothing
-///   back.
+/// * a step that changes state a later step reads (training: parameters, optimizer moments)
+///   writes it back into the buffers it read it from, and takes its step-dependent scalars
+///   (learning rate, bias corrections) from device tensors `refresh_inputs` writes; a forward
+///   step changes no state.
 pub trait RecordableStep {
     /// Writes the next batch into the step's input tensors; `Err` when it cannot be done in
     /// place (a clone of an input is alive elsewhere).
     fn refresh_inputs(&mut self) -> Result<(), String>;
     /// Records the step on the inputs as they are now (after warming the recorded form up).
     fn record(&mut self) -> Result<Box<dyn Recording>, String>;
+    /// Called once before the first step of a captured run, when the model is still fresh:
+    /// moves the state a step writes to where a recording can write it in place (a training
+    /// step's optimizer, see `blaze_burn::DeviceAdam`), or says why it cannot be recorded.
+    /// Default: nothing to move (a forward step writes no state).
+    fn hold_state_in_place(&mut self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// One live recording of a step.
@@ -89,6 +103,13 @@ pub trait Recording {
     /// The executed partition observed while recording (the plan's fusion in force), if observed.
     fn partition(&self) -> Option<blaze_ir::ExecutedPartition> {
         None
+    }
+    /// Outputs of the steps that ran while the recording was prepared, oldest first, before
+    /// the recorded step's (a training step's preparing launches are real steps, each on its
+    /// own batch); taken once. Empty for a forward step, whose preparing launches repeat the
+    /// recorded one.
+    fn prepared(&mut self) -> Vec<StepOutput> {
+        Vec::new()
     }
 }
 

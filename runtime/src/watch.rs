@@ -23,7 +23,7 @@ use blaze_ir::{PlanError, signature::OpSignature, trace::OpStreamHasher};
 use burn_fusion::observer::{BlockOperations, FusionObservation, FusionObserver};
 use burn_ir::{OperationIr, TensorId};
 use std::collections::{BTreeSet, HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use crate::thread_clock::ThreadClock;
 use std::time::Duration;
@@ -166,6 +166,29 @@ struct State {
     events: Vec<String>,
     /// Warnings already printed (a program alternating between two unmatched streams warns once).
     warned: BTreeSet<String>,
+}
+
+/// Captured steps alive in this process (see [`Capturing`]).
+static CAPTURING: AtomicUsize = AtomicUsize::new(0);
+
+/// Held while a step is recorded or replayed (captured execution): the operations registered
+/// then (a recording's, input refreshes between replays) are not the plan's eager step, so
+/// every watch ignores them instead of judging them a drift. A watch that resumes after the
+/// guard is dropped (captured execution fell back to eager) re-judges the stream.
+#[must_use]
+pub struct Capturing(());
+
+impl Capturing {
+    pub fn begin() -> Self {
+        CAPTURING.fetch_add(1, Ordering::AcqRel);
+        Capturing(())
+    }
+}
+
+impl Drop for Capturing {
+    fn drop(&mut self) {
+        CAPTURING.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// The observer; see the module docs.
@@ -366,7 +389,7 @@ impl OpStreamWatch {
 
 impl FusionObserver for OpStreamWatch {
     fn registered(&self, op: &OperationIr) {
-        if self.done.load(Ordering::Relaxed) {
+        if self.done.load(Ordering::Relaxed) || CAPTURING.load(Ordering::Relaxed) > 0 {
             return;
         }
         let mut guard = self.lock();

@@ -108,6 +108,9 @@ impl Model for BeatingModel {
     fn sync(&self) {
         self.0.sync()
     }
+    fn parameters(&self) -> Vec<f32> {
+        self.0.parameters()
+    }
     fn recordable(&mut self) -> Result<&mut dyn blaze_runtime::RecordableStep, String> {
         self.0.recordable()
     }

@@ -158,10 +158,6 @@ pub struct TuneResult {
 }
 
 pub fn tune(factory: &dyn ModelFactory, opts: &TuneOptions, progress: &mut dyn FnMut(&str)) -> anyhow::Result<TuneResult> {
-    anyhow::ensure!(
-        !opts.captured || opts.regime == Regime::Forward,
-        "--captured races captured execution of forward steps; a training step's state is not written back in place by a replay"
-    );
     let start = Instant::now();
     progress("trace");
     let traced = trace(factory, &TraceOptions::new(opts.regime, opts.warmup))?;

@@ -48,6 +48,9 @@ pub struct Probe {
     /// The executed partition of the last step.
     #[serde(default)]
     pub partition: blaze_ir::ExecutedPartition,
+    /// Every parameter at the end of a training run (the captured gate; empty otherwise).
+    #[serde(default)]
+    pub params: Vec<f32>,
 }
 
 fn probe(factory: &dyn ModelFactory, regime: Regime, candidate: &Candidate, fault: bool) -> Result<Probe, String> {
@@ -69,7 +72,7 @@ pub fn probe_steps(factory: &dyn ModelFactory, regime: Regime, candidate: &Candi
         let (step, out) = record_step(model.as_mut(), true);
         losses.push(out.loss);
         let p = &step.partition;
-        Ok(Probe { losses, logits: out.logits, classes: out.classes, fingerprint: p.fingerprint(), blocks: p.blocks.len(), fused_blocks: p.fused_blocks().count(), partition: p.clone() })
+        Ok(Probe { losses, logits: out.logits, classes: out.classes, fingerprint: p.fingerprint(), blocks: p.blocks.len(), fused_blocks: p.fused_blocks().count(), partition: p.clone(), params: Vec::new() })
     }));
     blaze_runtime::fault::inject(false);
     activate_burn_default();
@@ -83,7 +86,7 @@ pub fn verify(factory: &dyn ModelFactory, regime: Regime, winner: &Candidate, in
         return VerifyOutcome::NothingToCheck;
     }
     if winner.is_captured() {
-        return verify_captured(factory, regime, winner, CAPTURED_GATE_STEPS);
+        return verify_captured(factory, regime, winner, captured_gate_steps(regime));
     }
     let (ours, burn) = match (probe(factory, regime, winner, inject_fault), probe(factory, regime, &Candidate::new(0, vec![]), false)) {
         (Ok(a), Ok(b)) => (a, b),
@@ -104,6 +107,20 @@ pub fn verify(factory: &dyn ModelFactory, regime: Regime, winner: &Candidate, in
 /// Steps of the captured gate: the eager warm-up of [`blaze_runtime::captured::WARM_STEPS`],
 /// the recorded step, then 20 replays, every one on a fresh batch.
 pub const CAPTURED_GATE_STEPS: u32 = blaze_runtime::captured::WARM_STEPS as u32 + 1 + 20;
+
+/// Steps of the captured gate for a training step: after the warm-up and the recording's
+/// preparing steps, 200 replays. A replay that updates state it does not read back (a
+/// parameter or moment in a buffer of its own) leaves the eager chain within a few steps; a
+/// subtler drift needs a long run to show; the parameters are compared at the end too.
+pub const TRAINING_GATE_STEPS: u32 = blaze_runtime::captured::WARM_STEPS as u32 + 4 + 200;
+
+/// The gate's length for `regime`.
+pub fn captured_gate_steps(regime: Regime) -> u32 {
+    match regime {
+        Regime::Forward => CAPTURED_GATE_STEPS,
+        Regime::Training => TRAINING_GATE_STEPS,
+    }
+}
 
 /// The captured gate: a fresh seeded instance under `winner` captured against a fresh one under
 /// the same fusion run eagerly, `steps` steps each, every step's loss and outputs compared.
@@ -146,8 +163,12 @@ pub fn gate_probe(factory: &dyn ModelFactory, regime: Regime, candidate: &Candid
             classes = out.classes;
         }
         model.sync();
+        let params = match regime {
+            Regime::Training => model.parameters(),
+            Regime::Forward => Vec::new(),
+        };
         let partition = captured.as_ref().and_then(|c| c.recorded_partition()).unwrap_or_default();
-        let probe = Probe { losses, logits, classes, fingerprint: partition.fingerprint(), blocks: partition.blocks.len(), fused_blocks: partition.fused_blocks().count(), partition };
+        let probe = Probe { losses, logits, classes, fingerprint: partition.fingerprint(), blocks: partition.blocks.len(), fused_blocks: partition.fused_blocks().count(), partition, params };
         Ok((probe, captured.as_ref().map(|c| c.execution())))
     }));
     activate_burn_default();
@@ -174,7 +195,7 @@ fn compare(ours: &Probe, burn: &Probe) -> VerifyOutcome {
 
 /// The numeric comparison alone, whatever the two executed.
 fn numbers(ours: &Probe, burn: &Probe) -> VerifyOutcome {
-    let all = |p: &Probe| p.losses.iter().chain(&p.logits).copied().collect::<Vec<f32>>();
+    let all = |p: &Probe| p.losses.iter().chain(&p.logits).chain(&p.params).copied().collect::<Vec<f32>>();
     let (a, b) = (all(ours), all(burn));
     if a.len() != b.len() || a.iter().any(|x| !x.is_finite()) {
         return VerifyOutcome::Refused("broken: outputs missing or not finite".into());
@@ -182,7 +203,7 @@ fn numbers(ours: &Probe, burn: &Probe) -> VerifyOutcome {
     if a == b {
         return VerifyOutcome::Verified { identical: true, max_rel_diff: 0.0 };
     }
-    let rel = max_rel_diff(&ours.losses, &burn.losses).max(max_rel_diff(&ours.logits, &burn.logits));
+    let rel = max_rel_diff(&ours.losses, &burn.losses).max(max_rel_diff(&ours.logits, &burn.logits)).max(max_rel_diff(&ours.params, &burn.params));
     let flips = argmax_rows(&ours.logits, ours.classes).iter().zip(argmax_rows(&burn.logits, burn.classes)).filter(|(x, y)| **x != *y).count();
     if rel > REL_TOL {
         VerifyOutcome::Refused(format!("different: relative difference {rel:.2e} exceeds {REL_TOL:.0e}"))
@@ -203,7 +224,7 @@ mod tests {
     use super::*;
 
     fn p(losses: &[f32], logits: &[f32], fp: &str) -> Probe {
-        Probe { losses: losses.to_vec(), logits: logits.to_vec(), classes: 2, fingerprint: fp.into(), blocks: 1, fused_blocks: 0, partition: Default::default() }
+        Probe { losses: losses.to_vec(), logits: logits.to_vec(), classes: 2, fingerprint: fp.into(), blocks: 1, fused_blocks: 0, partition: Default::default(), params: Vec::new() }
     }
 
     #[test]

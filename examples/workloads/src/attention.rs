@@ -65,6 +65,11 @@ impl ModelFactory for AttentionSpec {
             model
         });
         desc.num_params = num_params;
+        let run = match self.dropout > 0.0 {
+            // Burn draws a dropout mask from a host seed; a recording would bake one mask in.
+            true => run.refusing_training_capture(&format!("dropout {} draws its masks from a host seed, which a recording would replay unchanged", self.dropout)),
+            false => run,
+        };
         Ok(Box::new(run.with_description(desc)))
     }
 }

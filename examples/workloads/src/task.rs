@@ -45,6 +45,8 @@ pub struct TaskRun<T: Task> {
     net: Option<T::Net>,
     optim: ModuleOptimizer,
     task: T,
+    /// Captured training: Adam with its state held in place (replaces `optim`).
+    in_place: Option<trainer::InPlaceTraining>,
 }
 
 impl<T: Task> TaskRun<T> {
@@ -55,7 +57,7 @@ impl<T: Task> TaskRun<T> {
         let (net, task) = init(&device);
         let net = trainer::init_params(net);
         desc.num_params = net.num_params();
-        Self { desc, device, net: Some(net), optim: trainer::adam(), task }
+        Self { desc, device, net: Some(net), optim: trainer::adam(), task, in_place: None }
     }
 
     pub fn net(&self) -> &T::Net {
@@ -69,6 +71,20 @@ impl<T: Task> TaskRun<T> {
     pub fn device(&self) -> &Device {
         &self.device
     }
+
+    /// One training step with Adam held in place, from the stable inputs (recorded) or the
+    /// next batch (eager); the outputs as plain tensors.
+    fn in_place_step(&mut self, stable: bool) -> (Tensor<2>, Tensor<1>) {
+        let net = self.net.take().expect("module present between steps");
+        let (out, loss) = match stable {
+            true => self.task.stable_forward_loss(&net, &self.device),
+            false => self.task.forward_loss(&net, &self.device),
+        };
+        let training = self.in_place.as_mut().expect("held in place");
+        let (net, out, loss) = training.step(net, out, loss);
+        self.net = Some(net);
+        (out, loss)
+    }
 }
 
 impl<T: Task> Model for TaskRun<T> {
@@ -77,6 +93,13 @@ impl<T: Task> Model for TaskRun<T> {
     }
 
     fn step(&mut self, capture: bool) -> StepOutput {
+        if let Some(training) = &mut self.in_place {
+            if let Err(e) = training.next_step() {
+                eprintln!("warning: blaze: step scalars not written in place: {e}");
+            }
+            let (out, loss) = self.in_place_step(false);
+            return trainer::read_outputs(loss, out, self.task.classes(), capture);
+        }
         let net = self.net.take().expect("module present between steps");
         let (out, loss) = self.task.forward_loss(&net, &self.device);
         let net = match self.desc.regime {
@@ -94,18 +117,44 @@ impl<T: Task> Model for TaskRun<T> {
         let _ = self.device.sync();
     }
 
+    fn parameters(&self) -> Vec<f32> {
+        self.net.as_ref().map(blaze_burn::parameter_values).unwrap_or_default()
+    }
+
     fn recordable(&mut self) -> Result<&mut dyn RecordableStep, String> {
-        trainer::forward_only(self.desc.regime)?;
         Ok(self)
     }
 }
 
 impl<T: Task> RecordableStep for TaskRun<T> {
     fn refresh_inputs(&mut self) -> Result<(), String> {
-        self.task.refresh_inputs(&self.device)
+        self.task.refresh_inputs(&self.device)?;
+        self.in_place.as_mut().map_or(Ok(()), |t| t.next_step())
+    }
+
+    fn hold_state_in_place(&mut self) -> Result<(), String> {
+        if self.desc.regime == Regime::Training {
+            self.in_place = Some(trainer::InPlaceTraining::new(&self.device));
+        }
+        Ok(())
     }
 
     fn record(&mut self) -> Result<Box<dyn Recording>, String> {
+        if let Some(training) = &self.in_place {
+            let plain = training.plain().clone();
+            let classes = self.task.classes();
+            return trainer::record_training(
+                self,
+                &plain,
+                |run| run.in_place_step(true),
+                |run| run.refresh_inputs(),
+                move |(out, loss), capture| trainer::read_outputs(loss.clone(), out.clone(), classes, capture),
+                |run| run.in_place.as_mut().and_then(|t| t.take_failure()),
+            );
+        }
+        if self.desc.regime == Regime::Training {
+            return Err("a training step is recorded only with its state held in place (RecordableStep::hold_state_in_place)".into());
+        }
         let Self { net, task, device, .. } = self;
         let net = net.as_ref().expect("module present between steps");
         let classes = task.classes();

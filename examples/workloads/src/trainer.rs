@@ -35,6 +35,10 @@ pub struct CharLmRun<M: CharLm> {
     /// The batch in device buffers refreshed in place (captured execution only).
     tokens: blaze_burn::StableInput<2, Int>,
     targets: blaze_burn::StableInput<1, Int>,
+    /// Captured training: Adam with its state held in place (replaces `optim`).
+    in_place: Option<InPlaceTraining>,
+    /// Why this model's training step cannot be recorded, if it cannot.
+    capture_refusal: Option<String>,
 }
 
 impl<M: CharLm> CharLmRun<M> {
@@ -50,13 +54,34 @@ impl<M: CharLm> CharLmRun<M> {
         let model = init_params(init(&device));
         let loss = CrossEntropyLossConfig::new().init(&device);
         let batcher = CharBatcher::new(batch, seq, SEED);
-        Self { desc, device, model: Some(model), optim: adam(), batcher, loss, tokens: Default::default(), targets: Default::default() }
+        Self { desc, device, model: Some(model), optim: adam(), batcher, loss, tokens: Default::default(), targets: Default::default(), in_place: None, capture_refusal: None }
     }
 
     /// Replaces the description (e.g. once the parameter count is known).
     pub fn with_description(mut self, desc: Description) -> Self {
         self.desc = desc;
         self
+    }
+
+    /// Refuses to record the training step, for `reason` (e.g. dropout drawn from a host seed).
+    pub fn refusing_training_capture(mut self, reason: &str) -> Self {
+        self.capture_refusal = Some(reason.into());
+        self
+    }
+
+    /// One training step with Adam held in place, from the stable inputs (recorded) or a
+    /// fresh batch (eager); the outputs as plain tensors.
+    fn in_place_step(&mut self, stable: bool) -> (Tensor<3>, Tensor<1>) {
+        let model = self.model.take().expect("model present between steps");
+        let (x, y) = match stable {
+            true => (self.tokens.get(), self.targets.get()),
+            false => self.batcher.next(&self.device),
+        };
+        let (logits, loss) = logits_loss(&model, &self.loss, x, y);
+        let training = self.in_place.as_mut().expect("held in place");
+        let (model, logits, loss) = training.step(model, logits, loss);
+        self.model = Some(model);
+        (logits, loss)
     }
 
     fn forward_loss(&mut self, model: &M) -> (Tensor<3>, Tensor<1>) {
@@ -76,13 +101,70 @@ fn logits_loss<M: CharLm>(model: &M, loss: &CrossEntropyLoss, x: Tensor<2, Int>,
     (logits, loss)
 }
 
-/// Captured execution records forward steps only: a training step's state (parameters, Adam's
-/// moments) moves between buffers, and its learning rate is a host scalar baked into a
-/// recording, so a replay would compute wrong numbers.
-pub fn forward_only(regime: Regime) -> Result<(), String> {
-    match regime {
-        Regime::Forward => Ok(()),
-        Regime::Training => Err("training steps cannot be recorded yet: a replay would not write the parameters and optimiser state back in place".into()),
+/// A training step with Adam held in place ([`blaze_burn::DeviceAdam`], the workloads'
+/// hyper-parameters), for captured execution. Burn's `ModuleOptimizer` moves parameters and
+/// moments to new buffers each step and bakes the learning rate into the kernels, so a replay
+/// of a step it ran would compute wrong numbers.
+pub struct InPlaceTraining {
+    adam: blaze_burn::DeviceAdam,
+    plain: Device,
+    /// The first write of a step that could not be done in place.
+    failure: Option<String>,
+}
+
+impl InPlaceTraining {
+    /// For a model on the autodiff `device`.
+    pub fn new(device: &Device) -> Self {
+        Self { adam: blaze_burn::DeviceAdam::new(0.9, 0.999, 1e-8), plain: device.clone().inner(), failure: None }
+    }
+
+    /// The plain device the step is recorded on (autodiff has no graph support).
+    pub fn plain(&self) -> &Device {
+        &self.plain
+    }
+
+    /// Writes the next step's learning rate and bias corrections to the device.
+    pub fn next_step(&mut self) -> Result<(), String> {
+        self.adam.next_step(LEARNING_RATE, &self.plain)
+    }
+
+    /// Backward and the update. The outputs become plain tensors before the update, so no
+    /// autodiff wrapper keeps a parameter shared while it is written.
+    pub fn step<N: Module, const D: usize>(&mut self, model: N, out: Tensor<D>, loss: Tensor<1>) -> (N, Tensor<D>, Tensor<1>) {
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        let (out, loss) = (out.inner(), loss.inner());
+        let (model, written) = self.adam.step(model, grads);
+        if let Err(e) = written {
+            self.failure.get_or_insert(e);
+        }
+        (model, out, loss)
+    }
+
+    /// The first write since the last call that could not be done in place.
+    pub fn take_failure(&mut self) -> Option<String> {
+        self.failure.take()
+    }
+}
+
+/// Records a training step: `launch` runs it on the stable inputs, `refresh` writes the next
+/// batch and step scalars, `read` reads its outputs. A write that was not in place during the
+/// recording refuses it (a replay would update a buffer the next step does not read).
+pub fn record_training<S, O: 'static>(
+    run: &mut S,
+    plain: &Device,
+    launch: impl Fn(&mut S) -> O,
+    refresh: impl Fn(&mut S) -> Result<(), String>,
+    read: impl FnMut(&O, bool) -> StepOutput + 'static,
+    failure: impl Fn(&mut S) -> Option<String>,
+) -> Result<Box<dyn Recording>, String> {
+    // Writes the warm-up steps could not do in place are harmless to them: judge the recording's.
+    let _ = failure(run);
+    let cell = std::cell::RefCell::new(run);
+    let recording = blaze_burn::capture::record_stepping(plain, || launch(&mut cell.borrow_mut()), || refresh(&mut cell.borrow_mut()), read);
+    let run = cell.into_inner();
+    match failure(run) {
+        Some(e) => Err(format!("optimizer state not written in place: {e}")),
+        None => recording,
     }
 }
 
@@ -92,6 +174,13 @@ impl<M: CharLm> Model for CharLmRun<M> {
     }
 
     fn step(&mut self, capture: bool) -> StepOutput {
+        if let Some(training) = &mut self.in_place {
+            if let Err(e) = training.next_step() {
+                eprintln!("warning: blaze: step scalars not written in place: {e}");
+            }
+            let (logits, loss) = self.in_place_step(false);
+            return read_outputs(loss, logits, VOCAB, capture);
+        }
         let model = self.model.take().expect("model present between steps");
         let (logits, loss) = self.forward_loss(&model);
         let model = match self.desc.regime {
@@ -109,8 +198,11 @@ impl<M: CharLm> Model for CharLmRun<M> {
         let _ = self.device.sync();
     }
 
+    fn parameters(&self) -> Vec<f32> {
+        self.model.as_ref().map(blaze_burn::parameter_values).unwrap_or_default()
+    }
+
     fn recordable(&mut self) -> Result<&mut dyn RecordableStep, String> {
-        forward_only(self.desc.regime)?;
         Ok(self)
     }
 }
@@ -119,10 +211,35 @@ impl<M: CharLm> RecordableStep for CharLmRun<M> {
     fn refresh_inputs(&mut self) -> Result<(), String> {
         let (x, y) = self.batcher.next(&self.device);
         self.tokens.write(x)?;
-        self.targets.write(y)
+        self.targets.write(y)?;
+        self.in_place.as_mut().map_or(Ok(()), |t| t.next_step())
+    }
+
+    fn hold_state_in_place(&mut self) -> Result<(), String> {
+        if self.desc.regime == Regime::Training {
+            if let Some(reason) = &self.capture_refusal {
+                return Err(reason.clone());
+            }
+            self.in_place = Some(InPlaceTraining::new(&self.device));
+        }
+        Ok(())
     }
 
     fn record(&mut self) -> Result<Box<dyn Recording>, String> {
+        if let Some(training) = &self.in_place {
+            let plain = training.plain().clone();
+            return record_training(
+                self,
+                &plain,
+                |run| run.in_place_step(true),
+                |run| run.refresh_inputs(),
+                |(logits, loss), capture| read_outputs(loss.clone(), logits.clone(), VOCAB, capture),
+                |run| run.in_place.as_mut().and_then(|t| t.take_failure()),
+            );
+        }
+        if self.desc.regime == Regime::Training {
+            return Err("a training step is recorded only with its state held in place (RecordableStep::hold_state_in_place)".into());
+        }
         let Self { device, model, loss, tokens, targets, .. } = self;
         let model = model.as_ref().expect("model present between steps");
         blaze_burn::record(device, || logits_loss(model, loss, tokens.get(), targets.get()), |(logits, loss), capture| {

@@ -28,13 +28,38 @@ pub fn record<T: 'static>(
     read: impl FnMut(&T, bool) -> StepOutput + 'static,
 ) -> Result<Box<dyn Recording>, String> {
     let graph = record_graph(device, launch)?;
-    Ok(Box::new(Reading { graph, read: Box::new(read) }))
+    Ok(Box::new(Reading { graph, read: Box::new(read), prepared: Vec::new() }))
+}
+
+/// [`record`] for a step that changes state (a training step): each of the
+/// [`PREPARE_LAUNCHES`] launches before the recorded one is a real step on a batch of its own.
+/// Its outputs are read then (`Recording::prepared` hands them out, oldest first) and
+/// `refresh` writes the next batch and step scalars before the next launch. The recorded
+/// launch runs on what the last `refresh` wrote.
+pub fn record_stepping<T: 'static>(
+    device: &Device,
+    launch: impl FnMut() -> T,
+    mut refresh: impl FnMut() -> Result<(), String>,
+    mut read: impl FnMut(&T, bool) -> StepOutput + 'static,
+) -> Result<Box<dyn Recording>, String> {
+    let mut prepared = Vec::new();
+    let graph = record_graph_stepping(device, launch, |outputs| {
+        prepared.push(read(outputs, true));
+        refresh()
+    })?;
+    Ok(Box::new(Reading { graph, read: Box::new(read), prepared }))
 }
 
 /// Records one `launch` after [`PREPARE_LAUNCHES`] eager ones; the recording keeps the output
 /// tensors the recorded launch returned, which every replay writes. The executed partition of
 /// the recorded launch is observed.
-pub fn record_graph<T>(device: &Device, mut launch: impl FnMut() -> T) -> Result<Recorded<T>, String> {
+pub fn record_graph<T>(device: &Device, launch: impl FnMut() -> T) -> Result<Recorded<T>, String> {
+    record_graph_stepping(device, launch, |_| Ok(()))
+}
+
+/// [`record_graph`] with `between` called after each preparing launch has synced, with its
+/// outputs (a stateful step reads them and refreshes its inputs there).
+pub fn record_graph_stepping<T>(device: &Device, mut launch: impl FnMut() -> T, mut between: impl FnMut(&T) -> Result<(), String>) -> Result<Recorded<T>, String> {
     let dispatch = device.as_dispatch();
     let reserved_before = device.memory_pool_usage().map(|u| u.bytes_reserved);
     Dispatch::graph_prepare(dispatch).map_err(|e| cause("graph_prepare", e))?;
@@ -45,6 +70,10 @@ pub fn record_graph<T>(device: &Device, mut launch: impl FnMut() -> T) -> Result
             // A prepared stream stays held until a stop closes it.
             let _ = Dispatch::graph_stop_capture(dispatch);
             return Err(cause("a launch before recording", e));
+        }
+        if let Err(e) = between(&outputs) {
+            let _ = Dispatch::graph_stop_capture(dispatch);
+            return Err(format!("between launches before recording: {e}"));
         }
         drop(outputs);
     }
@@ -64,7 +93,13 @@ pub fn record_graph<T>(device: &Device, mut launch: impl FnMut() -> T) -> Result
         reserved_live: live.map(|u| u.bytes_reserved),
         in_use_live: live.map(|u| u.bytes_in_use),
     };
-    Ok(Recorded { device: device.clone(), graph, outputs, memory, partition: observed.partition })
+    let recorded = Recorded { device: device.clone(), graph, outputs, memory, partition: observed.partition };
+    // Recording registers the launch's kernels without running them (its outputs hold what
+    // the buffers held before): one replay runs the recorded step, so its outputs, and a
+    // training step's state, are that step's. Measured on lavapipe: without it a training
+    // run's recorded step returned a stale loss and every later step was one batch behind.
+    recorded.replay()?;
+    Ok(recorded)
 }
 
 /// One line for a failed graph call: where, and Burn's reason without its line breaks.
@@ -113,6 +148,8 @@ impl<T> Recorded<T> {
 struct Reading<T> {
     graph: Recorded<T>,
     read: Box<dyn FnMut(&T, bool) -> StepOutput>,
+    /// Outputs of the steps the preparing launches ran ([`record_stepping`]).
+    prepared: Vec<StepOutput>,
 }
 
 impl<T> Recording for Reading<T> {
@@ -126,6 +163,10 @@ impl<T> Recording for Reading<T> {
 
     fn memory(&self) -> RecordingMemory {
         self.graph.memory
+    }
+
+    fn prepared(&mut self) -> Vec<StepOutput> {
+        std::mem::take(&mut self.prepared)
     }
 
     fn partition(&self) -> Option<blaze_ir::ExecutedPartition> {
@@ -208,4 +249,10 @@ mod fault_hooks {
     pub fn refresh_by_allocation() -> bool {
         capture_fault() == Some(CaptureFault::RefreshByAllocation)
     }
+
+    pub fn skip_write_back() -> bool {
+        capture_fault() == Some(CaptureFault::NoWriteBack)
+    }
 }
+
+pub(crate) use fault_hooks::skip_write_back;

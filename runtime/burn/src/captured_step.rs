@@ -89,12 +89,14 @@ pub struct CapturedForward<I, O, F> {
     inputs: Option<I>,
     state: State<O>,
     replays: usize,
+    /// Held from recording until a fallback: the bundle's op-stream watch ignores captured steps.
+    capturing: Option<blaze_runtime::watch::Capturing>,
 }
 
 impl<I: StepInputs, O: StepOutputs, F: FnMut(&I) -> O> CapturedForward<I, O, F> {
     /// A captured step on `device` (the plain device the step's tensors live on).
     pub fn new(device: &Device, step: F) -> Self {
-        Self { device: device.clone(), step, inputs: None, state: State::Warming(0), replays: 0 }
+        Self { device: device.clone(), step, inputs: None, state: State::Warming(0), replays: 0, capturing: None }
     }
 
     /// The same step never recorded (eager execution, e.g. when the bundle's entry for the
@@ -143,6 +145,7 @@ impl<I: StepInputs, O: StepOutputs, F: FnMut(&I) -> O> CapturedForward<I, O, F> 
     }
 
     fn record(&mut self, inputs: I) -> O {
+        self.capturing = Some(blaze_runtime::watch::Capturing::begin());
         self.inputs = Some(inputs);
         let Self { device, step, inputs, .. } = self;
         let held = inputs.as_ref().expect("just set");
@@ -197,6 +200,7 @@ impl<I: StepInputs, O: StepOutputs, F: FnMut(&I) -> O> CapturedForward<I, O, F> 
     /// `unwritten` inputs, or on the held ones when this call's inputs were already written.
     fn fall_back(&mut self, cause: String, unwritten: Option<I>) -> O {
         eprintln!("{}", blaze_runtime::captured::fallback_warning(&cause));
+        self.capturing = None;
         self.state = State::Eager(cause);
         match unwritten {
             Some(inputs) => (self.step)(&inputs),

@@ -12,6 +12,8 @@
 //! * [`capture`]: recording a step with CubeCL's graph capture through the calls that return
 //!   the real error ([`record`]), and [`StableInput`], a step input refreshed in place, for a
 //!   model's `blaze_runtime::RecordableStep` (captured execution, plan version 4).
+//! * [`DeviceAdam`]: Adam whose parameters, moments and step scalars stay in their device
+//!   buffers, so a recorded training step replays correctly.
 //! * [`CapturedForward`]: a user's own forward step (an inference or evaluation loop)
 //!   captured: recorded after warm-up, its first replays checked against eager execution,
 //!   eager with one warning on any failure or mismatch.
@@ -27,6 +29,7 @@ pub mod autotune;
 pub mod capture;
 pub mod captured_step;
 pub mod device;
+pub mod device_adam;
 pub mod device_timer;
 mod params;
 
@@ -36,7 +39,8 @@ pub use device_timer::{DeviceBlockTimer, DeviceSpans};
 pub use autotune::{Seeded, seed_autotune};
 pub use capture::{StableInput, record};
 pub use captured_step::CapturedForward;
-pub use params::init_params;
+pub use device_adam::DeviceAdam;
+pub use params::{init_params, parameter_values};
 
 /// Marks the start of a step: syncs `device`, so the step's operations are indexed from here
 /// (see the crate docs). After a step that read its loss back the device is idle anyway; the

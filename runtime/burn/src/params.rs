@@ -16,3 +16,18 @@ pub fn init_params<M: Module>(model: M) -> M {
     model.visit(&mut Touch);
     model
 }
+
+/// Every float parameter's values, in the module's visiting order (reads them back: a sync).
+/// What a training run leaves behind, for comparing two runs at their end.
+pub fn parameter_values<M: Module>(model: &M) -> Vec<f32> {
+    struct Read(Vec<f32>);
+    impl ModuleVisitor for Read {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            let values = param.val().into_data().convert::<f32>().try_to_vec::<f32>().unwrap_or_default();
+            self.0.extend(values);
+        }
+    }
+    let mut read = Read(Vec::new());
+    model.visit(&mut read);
+    read.0
+}

@@ -1,0 +1,147 @@
+//! Adam whose whole state stays in the device buffers it started in, so that a recorded
+//! training step replays correctly (captured execution, training regime).
+//!
+//! Burn's `ModuleOptimizer` returns new tensors: parameters and moments move to other buffers
+//! each step (which ones depends on fusion's aliasing), so a replay would read the buffers the
+//! recording saw, now stale. And Burn's Adam bakes its step-dependent scalars (the learning
+//! rate, the bias corrections) into the kernels as host constants, so a replay would repeat
+//! the recorded step's. [`DeviceAdam`] computes the same update, in the same order of
+//! floating-point operations, with two differences:
+//! * every parameter and both moments are written back into their own buffers (a whole-tensor
+//!   `slice_assign` on a uniquely owned tensor, [`crate::capture::write_in_place`]);
+//! * the learning rate and the two bias-correction factors are device tensors that
+//!   [`DeviceAdam::next_step`] writes before each step, outside any recording, from the same
+//!   f32 host arithmetic Burn's Adam does. A learning-rate schedule is then honoured by
+//!   replays as by eager steps.
+//!
+//! Nothing here changes Burn's own execution: a model uses it only when it is captured.
+use crate::capture::{StableInput, write_in_place};
+use burn::module::{Module, ModuleMapper, Param, ParamId};
+use burn::optim::GradientsParams;
+use burn::tensor::{Device, Tensor, TensorData};
+use std::any::Any;
+use std::collections::HashMap;
+
+/// Adam (no weight decay, no AMSGrad) with its state held in place; see the module docs.
+pub struct DeviceAdam {
+    beta_1: f32,
+    beta_2: f32,
+    epsilon: f32,
+    /// Steps begun so far (Burn's `AdaptiveMomentumState::time` after this step's update).
+    time: usize,
+    lr: StableInput<1>,
+    /// `sqrt(1 - beta_2^t) / (1 - beta_1^t)`, Burn's `combined_factor`.
+    factor: StableInput<1>,
+    /// `epsilon * sqrt(1 - beta_2^t)`.
+    epsilon_t: StableInput<1>,
+    /// Per parameter, its two moments (`(Tensor<D>, Tensor<D>)` for the parameter's rank D).
+    moments: HashMap<ParamId, Box<dyn Any>>,
+    /// The first write that could not be done in place (the step then went to a new buffer).
+    failure: Option<String>,
+    /// Test-only: assign the new tensors instead of writing them back (what a plain optimizer
+    /// does), so the verification gate's refusal of such a replay can be tested.
+    write_back: bool,
+}
+
+impl DeviceAdam {
+    pub fn new(beta_1: f32, beta_2: f32, epsilon: f32) -> Self {
+        Self {
+            beta_1,
+            beta_2,
+            epsilon,
+            time: 0,
+            lr: StableInput::default(),
+            factor: StableInput::default(),
+            epsilon_t: StableInput::default(),
+            moments: HashMap::new(),
+            failure: None,
+            write_back: !crate::capture::skip_write_back(),
+        }
+    }
+
+    /// Steps begun so far.
+    pub fn time(&self) -> usize {
+        self.time
+    }
+
+    /// Begins the next step at learning rate `lr`: writes its scalars into the device tensors
+    /// the update reads (in place after the first step). Call it before each step, outside any
+    /// recording; `device` is the plain (non-autodiff) device.
+    pub fn next_step(&mut self, lr: f64, device: &Device) -> Result<(), String> {
+        self.time += 1;
+        let t = self.time as i32;
+        // Burn's AdaptiveMomentum::transform, operation for operation.
+        let bias_correction2_sqrt = (1.0 - self.beta_2.powi(t)).sqrt();
+        let combined_factor = bias_correction2_sqrt / (1.0 - self.beta_1.powi(t));
+        let scalar = |v: f32| Tensor::<1>::from_data(TensorData::new(vec![v], [1]), device);
+        // Burn multiplies by the f64 rate converted to the tensor's element type.
+        self.lr.write(scalar(lr as f32))?;
+        self.factor.write(scalar(combined_factor))?;
+        self.epsilon_t.write(scalar(self.epsilon * bias_correction2_sqrt))
+    }
+
+    /// Applies one update to every parameter of `module` that has a gradient in `grads`;
+    /// `Err` when a write could not be done in place (the update is applied all the same, to
+    /// new buffers, which a recording would not see).
+    pub fn step<M: Module>(&mut self, module: M, grads: GradientsParams) -> (M, Result<(), String>) {
+        assert!(self.time > 0, "DeviceAdam::next_step comes before each step");
+        let mut mapper = Mapper { adam: self, grads };
+        let module = module.map(&mut mapper);
+        (module, self.failure.take().map_or(Ok(()), Err))
+    }
+
+    fn store<const D: usize>(&mut self, held: &mut Tensor<D>, fresh: Tensor<D>, what: &str) {
+        if !self.write_back {
+            *held = fresh;
+            return;
+        }
+        if let Err(e) = write_in_place(held, fresh.clone()) {
+            self.failure.get_or_insert(format!("{what}: {e}"));
+            *held = fresh;
+        }
+    }
+
+    fn update<const D: usize>(&mut self, id: ParamId, value: &mut Tensor<D>, grad: Tensor<D>) {
+        let (b1, b2) = (self.beta_1, self.beta_2);
+        let scalar = |s: &StableInput<1>| s.get().reshape([1; D]);
+        let (lr, factor, epsilon) = (scalar(&self.lr), scalar(&self.factor), scalar(&self.epsilon_t));
+        let mut state = self.moments.remove(&id).unwrap_or_else(|| Box::new((value.zeros_like(), value.zeros_like())));
+        let (m, v) = state.downcast_mut::<(Tensor<D>, Tensor<D>)>().expect("a parameter keeps its rank");
+        // Zero moments make the first step's `0 * beta + g * (1 - beta)` equal Burn's `g * (1 - beta)`.
+        let m_new = m.clone().mul_scalar(b1).add(grad.clone().mul_scalar(1.0 - b1));
+        let v_new = v.clone().mul_scalar(b2).add(grad.square().mul_scalar(1.0 - b2));
+        let delta = m_new.clone().mul(factor).div(v_new.clone().sqrt().add(epsilon)).mul(lr);
+        let updated = value.clone() - delta;
+        self.store(m, m_new, "first moment");
+        self.store(v, v_new, "second moment");
+        self.store(value, updated, "parameter");
+        self.moments.insert(id, state);
+    }
+}
+
+struct Mapper<'a> {
+    adam: &'a mut DeviceAdam,
+    grads: GradientsParams,
+}
+
+impl ModuleMapper for Mapper<'_> {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        let (id, tensor, mapper) = param.consume();
+        let Some(grad) = self.grads.remove::<D>(id) else {
+            return Param::from_mapped_value(id, tensor, mapper);
+        };
+        // As Burn's optimizer does: update the inner (non-autodiff) value, then lift it back
+        // with the parameter's autodiff settings.
+        let (require_grad, checkpointing) = (tensor.is_require_grad(), tensor.gradient_checkpointing_strategy());
+        let mut value = tensor.inner();
+        self.adam.update(id, &mut value, grad);
+        let mut lifted = Tensor::from_inner(value);
+        if let Some(strategy) = checkpointing {
+            lifted = lifted.with_gradient_checkpointing_strategy(strategy);
+        }
+        if require_grad {
+            lifted = lifted.require_grad();
+        }
+        Param::from_mapped_value(id, lifted, mapper)
+    }
+}
