@@ -169,7 +169,8 @@ fn the_gate_refuses_a_captured_training_step_that_does_not_write_its_state_back(
     let (captured, _) = run_training(&dir, "stale", &["--plan", plan.to_str().unwrap()], 8, &env);
     assert_eq!(captured.execution.as_deref(), Some("captured"));
     let verdict = verify(&plan, &env);
-    assert!(verdict.contains("Refused") && verdict.contains("different"), "the stale state shows in the numbers: {verdict}");
+    // On lavapipe the losses leave the eager chain and turn NaN within a few steps, as on the H200.
+    assert!(verdict.contains("Refused(\"different"), "the stale state shows in the numbers: {verdict}");
 }
 
 #[test]

@@ -197,8 +197,15 @@ fn compare(ours: &Probe, burn: &Probe) -> VerifyOutcome {
 fn numbers(ours: &Probe, burn: &Probe) -> VerifyOutcome {
     let all = |p: &Probe| p.losses.iter().chain(&p.logits).chain(&p.params).copied().collect::<Vec<f32>>();
     let (a, b) = (all(ours), all(burn));
-    if a.len() != b.len() || a.iter().any(|x| !x.is_finite()) {
-        return VerifyOutcome::Refused("broken: outputs missing or not finite".into());
+    if a.len() != b.len() {
+        return VerifyOutcome::Refused("broken: outputs missing".into());
+    }
+    if let Some(i) = a.iter().zip(&b).position(|(x, y)| !x.is_finite() && y.is_finite()) {
+        let step = (i < ours.losses.len()).then(|| format!(" (the loss of step {})", i + 1)).unwrap_or_default();
+        return VerifyOutcome::Refused(format!("different: not finite where the reference is{step}"));
+    }
+    if a.iter().any(|x| !x.is_finite()) {
+        return VerifyOutcome::Refused("broken: outputs not finite".into());
     }
     if a == b {
         return VerifyOutcome::Verified { identical: true, max_rel_diff: 0.0 };
@@ -242,7 +249,21 @@ mod tests {
         assert_eq!(compare(&p(&[1.0], &[0.1, 0.9, 0.8, 0.2], "b"), &burn), VerifyOutcome::Verified { identical: true, max_rel_diff: 0.0 });
         assert!(matches!(compare(&p(&[1.0], &[0.1, 0.9, 0.8, 0.2000001], "b"), &burn), VerifyOutcome::Verified { identical: false, .. }));
         assert!(matches!(compare(&p(&[1.01], &[0.1, 0.9, 0.8, 0.2], "b"), &burn), VerifyOutcome::Refused(r) if r.starts_with("different")));
-        assert!(matches!(compare(&p(&[f32::NAN], &[0.1, 0.9, 0.8, 0.2], "b"), &burn), VerifyOutcome::Refused(r) if r.starts_with("broken")));
+        assert!(matches!(compare(&p(&[f32::NAN], &[0.1, 0.9, 0.8, 0.2], "b"), &burn), VerifyOutcome::Refused(r) if r == "different: not finite where the reference is (the loss of step 1)"));
+        let nan_burn = p(&[f32::NAN], &[0.1, 0.9, 0.8, 0.2], "a");
+        assert!(matches!(compare(&p(&[f32::NAN], &[0.1, 0.9, 0.8, 0.2], "b"), &nan_burn), VerifyOutcome::Refused(r) if r.starts_with("broken: outputs not finite")));
+        assert!(matches!(compare(&p(&[1.0], &[0.1, 0.9], "b"), &burn), VerifyOutcome::Refused(r) if r == "broken: outputs missing"));
+    }
+
+    #[test]
+    fn parameters_at_the_end_are_compared_too() {
+        let mut burn = p(&[1.0], &[0.1, 0.9], "a");
+        burn.params = vec![0.5, -2.0];
+        let mut ours = p(&[1.0], &[0.1, 0.9], "b");
+        ours.params = vec![0.5, -2.0];
+        assert_eq!(compare(&ours, &burn), VerifyOutcome::Verified { identical: true, max_rel_diff: 0.0 });
+        ours.params[1] = -2.1;
+        assert!(matches!(compare(&ours, &burn), VerifyOutcome::Refused(r) if r.starts_with("different")), "a parameter off by 5 %");
     }
 
     #[test]

@@ -75,7 +75,7 @@ impl ModelFactory for TinyMlpLm {
         };
         let loss = CrossEntropyLossConfig::new().init(&device);
         let (tokens, targets) = Default::default();
-        Ok(Box::new(Run { desc, device, net: Some(net), optim: AdamConfig::new().init(), loss, step: 0, batch: self.batch, seq: self.seq, tokens, targets }))
+        Ok(Box::new(Run { desc, device, net: Some(net), optim: AdamConfig::new().init(), loss, step: 0, batch: self.batch, seq: self.seq, tokens, targets, adam: None, written: Ok(()) }))
     }
 }
 
@@ -91,6 +91,10 @@ struct Run {
     /// The batch in device buffers written in place (captured execution of the forward step).
     tokens: blaze_burn::StableInput<2, Int>,
     targets: blaze_burn::StableInput<1, Int>,
+    /// Captured training: `AdamConfig::new()`'s Adam with its state held in place.
+    adam: Option<blaze_burn::DeviceAdam>,
+    /// Whether the last update wrote everything in place.
+    written: Result<(), String>,
 }
 
 impl Run {
@@ -109,19 +113,48 @@ pub(crate) fn batch(step: usize, batch: usize, seq: usize, device: &Device) -> (
     (Tensor::from_data(TensorData::new(xs, [batch, seq]), device), Tensor::from_data(TensorData::new(ys, [n]), device))
 }
 
+/// The learning rate of every training step.
+const LEARNING_RATE: f64 = 1e-3;
+
+impl Run {
+    /// A training step with Adam held in place (captured training), on the stable inputs
+    /// (recorded) or the next batch (eager); the outputs as plain tensors.
+    fn in_place_step(&mut self, stable: bool) -> (Tensor<3>, Tensor<1>) {
+        let (x, y) = if stable { (self.tokens.get(), self.targets.get()) } else { self.batch() };
+        let net = self.net.take().expect("net between steps");
+        let (logits, loss) = logits_loss(&net, &self.loss, x, y);
+        let grads = GradientsParams::from_grads(loss.backward(), &net);
+        let (logits, loss) = (logits.inner(), loss.inner());
+        let (net, written) = self.adam.as_mut().expect("held in place").step(net, grads);
+        self.written = self.written.clone().and(written);
+        self.net = Some(net);
+        (logits, loss)
+    }
+
+    fn next_adam_step(&mut self) -> Result<(), String> {
+        let plain = self.device.clone().inner();
+        self.adam.as_mut().map_or(Ok(()), |adam| adam.next_step(LEARNING_RATE, &plain))
+    }
+}
+
 impl Model for Run {
     fn describe(&self) -> Description {
         self.desc.clone()
     }
 
     fn step(&mut self, capture: bool) -> StepOutput {
+        if self.adam.is_some() {
+            let _ = self.next_adam_step();
+            let (logits, loss) = self.in_place_step(false);
+            return read(&loss, &logits, capture);
+        }
         let (x, y) = self.batch();
         let net = self.net.take().expect("net between steps");
         let (logits, loss) = logits_loss(&net, &self.loss, x, y);
         let net = match self.desc.regime {
             Regime::Training => {
                 let grads = GradientsParams::from_grads(loss.backward(), &net);
-                self.optim.step(1e-3, net, grads)
+                self.optim.step(LEARNING_RATE, net, grads)
             }
             Regime::Forward => net,
         };
@@ -133,24 +166,47 @@ impl Model for Run {
         let _ = self.device.sync();
     }
 
+    fn parameters(&self) -> Vec<f32> {
+        self.net.as_ref().map(blaze_burn::parameter_values).unwrap_or_default()
+    }
+
     fn recordable(&mut self) -> Result<&mut dyn RecordableStep, String> {
-        match self.desc.regime {
-            Regime::Forward => Ok(self),
-            Regime::Training => Err("tiny-mlp-lm records its forward step only".into()),
-        }
+        Ok(self)
     }
 }
 
-/// A forward step that can be recorded: the batch is written into stable device tensors, and
-/// the recorded step computes logits and loss from them.
+/// A step that can be recorded: the batch is written into stable device tensors, and the
+/// recorded step computes logits and loss from them (training: and updates the net with Adam
+/// held in place).
 impl RecordableStep for Run {
     fn refresh_inputs(&mut self) -> Result<(), String> {
         let (x, y) = self.batch();
         self.tokens.write(x)?;
-        self.targets.write(y)
+        self.targets.write(y)?;
+        self.next_adam_step()
+    }
+
+    /// Training: Burn's optimizer returns new tensors and bakes its learning rate into the
+    /// kernels; a recorded step must write its state back in place instead.
+    fn hold_state_in_place(&mut self) -> Result<(), String> {
+        if self.desc.regime == Regime::Training {
+            self.adam = Some(blaze_burn::DeviceAdam::new(0.9, 0.999, 1e-5)); // AdamConfig::new()
+        }
+        Ok(())
     }
 
     fn record(&mut self) -> Result<Box<dyn Recording>, String> {
+        if self.adam.is_some() {
+            let plain = self.device.clone().inner();
+            return blaze_burn::capture::record_training(
+                self,
+                &plain,
+                |run| run.in_place_step(true),
+                |run| run.refresh_inputs(),
+                |(logits, loss), capture| read(loss, logits, capture),
+                |run| std::mem::replace(&mut run.written, Ok(())).err(),
+            );
+        }
         let Self { device, net, loss, tokens, targets, .. } = self;
         let net = net.as_ref().expect("net between steps");
         blaze_burn::record(device, || logits_loss(net, loss, tokens.get(), targets.get()), |(logits, loss), capture| read(loss, logits, capture))

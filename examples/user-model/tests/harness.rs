@@ -24,7 +24,7 @@ fn blazec_commands_drive_a_users_own_model() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Issue 13 friction: a user's binary introduces itself by its own name and does not offer
+/// A user's binary introduces itself by its own name and does not offer
 /// blazec's attention demo, which its catalog cannot run.
 #[test]
 fn a_users_binary_has_its_own_name_in_help_and_no_demo() {
@@ -180,5 +180,25 @@ fn a_users_inference_loop_is_captured_when_the_bundle_says_so() {
     let (line, eager_sum, _) = infer(&eager);
     assert!(line.contains("eager: the bundle's forward entry runs eagerly"), "{line}");
     assert!(((replayed - eager_sum) / eager_sum).abs() < 1e-5, "replays compute the eager numbers: {replayed} vs {eager_sum}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A user's training step, recorded with its Adam held in place (`blaze_burn::DeviceAdam`):
+/// the captured gate replays it 200 times against Burn's own Adam run eagerly, every loss and
+/// output and the parameters at the end, and passes it.
+#[test]
+fn a_users_captured_training_step_passes_the_gate() {
+    let dir = std::env::temp_dir().join(format!("blaze-user-training-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("training.ron");
+    user_model(&["trace", "tiny-mlp-lm", "--regime", "training", "-o", trace.to_str().unwrap()]);
+    let plan = dir.join("captured.ron");
+    user_model(&["plan", "--trace", trace.to_str().unwrap(), "--captured", "-o", plan.to_str().unwrap()]);
+    let out = user_model(&["verify", "--plan", plan.to_str().unwrap()]);
+    let verdict = String::from_utf8_lossy(&out.stdout);
+    assert!(verdict.contains("Verified"), "{verdict}");
+    let out = user_model(&["run", "tiny-mlp-lm", "--plan", plan.to_str().unwrap(), "--steps", "12"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("plan: applied") && stdout.contains("execution: captured"), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }

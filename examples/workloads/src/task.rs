@@ -143,7 +143,7 @@ impl<T: Task> RecordableStep for TaskRun<T> {
         if let Some(training) = &self.in_place {
             let plain = training.plain().clone();
             let classes = self.task.classes();
-            return trainer::record_training(
+            return blaze_burn::capture::record_training(
                 self,
                 &plain,
                 |run| run.in_place_step(true),

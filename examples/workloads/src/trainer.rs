@@ -146,28 +146,6 @@ impl InPlaceTraining {
     }
 }
 
-/// Records a training step: `launch` runs it on the stable inputs, `refresh` writes the next
-/// batch and step scalars, `read` reads its outputs. A write that was not in place during the
-/// recording refuses it (a replay would update a buffer the next step does not read).
-pub fn record_training<S, O: 'static>(
-    run: &mut S,
-    plain: &Device,
-    launch: impl Fn(&mut S) -> O,
-    refresh: impl Fn(&mut S) -> Result<(), String>,
-    read: impl FnMut(&O, bool) -> StepOutput + 'static,
-    failure: impl Fn(&mut S) -> Option<String>,
-) -> Result<Box<dyn Recording>, String> {
-    // Writes the warm-up steps could not do in place are harmless to them: judge the recording's.
-    let _ = failure(run);
-    let cell = std::cell::RefCell::new(run);
-    let recording = blaze_burn::capture::record_stepping(plain, || launch(&mut cell.borrow_mut()), || refresh(&mut cell.borrow_mut()), read);
-    let run = cell.into_inner();
-    match failure(run) {
-        Some(e) => Err(format!("optimizer state not written in place: {e}")),
-        None => recording,
-    }
-}
-
 impl<M: CharLm> Model for CharLmRun<M> {
     fn describe(&self) -> Description {
         self.desc.clone()
@@ -228,7 +206,7 @@ impl<M: CharLm> RecordableStep for CharLmRun<M> {
     fn record(&mut self) -> Result<Box<dyn Recording>, String> {
         if let Some(training) = &self.in_place {
             let plain = training.plain().clone();
-            return record_training(
+            return blaze_burn::capture::record_training(
                 self,
                 &plain,
                 |run| run.in_place_step(true),

@@ -108,6 +108,31 @@ fn cause(call: &str, e: impl std::fmt::Display) -> String {
     format!("{call}: {}", text.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
+/// Records a training step of `run` (the model's state) on the plain device `plain`: `launch`
+/// runs one step on the stable inputs, its optimizer writing parameters and moments back in
+/// place ([`crate::DeviceAdam`]), and returns the tensors the outputs are read from; `refresh`
+/// writes the next batch and step scalars; `read` reads a step's outputs; `failure` returns
+/// the first write since its last call that was not in place, which refuses the recording (a
+/// replay would update a buffer the next step does not read). See [`record_stepping`].
+pub fn record_training<S, O: 'static>(
+    run: &mut S,
+    plain: &Device,
+    launch: impl Fn(&mut S) -> O,
+    refresh: impl Fn(&mut S) -> Result<(), String>,
+    read: impl FnMut(&O, bool) -> StepOutput + 'static,
+    failure: impl Fn(&mut S) -> Option<String>,
+) -> Result<Box<dyn Recording>, String> {
+    // Writes the warm-up steps could not do in place are harmless to them: judge the recording's.
+    let _ = failure(run);
+    let cell = std::cell::RefCell::new(run);
+    let recording = record_stepping(plain, || launch(&mut cell.borrow_mut()), || refresh(&mut cell.borrow_mut()), read);
+    let run = cell.into_inner();
+    match failure(run) {
+        Some(e) => Err(format!("optimizer state not written in place: {e}")),
+        None => recording,
+    }
+}
+
 /// A live recording and the output tensors its replays write.
 pub struct Recorded<T> {
     device: Device,
