@@ -161,6 +161,10 @@ pub fn gate_probe(factory: &dyn ModelFactory, regime: Regime, candidate: &Candid
             losses.push(out.loss);
             logits.extend(out.logits);
             classes = out.classes;
+            // A training run whose loss is no longer finite stays so: the rest cannot pass.
+            if !out.loss.is_finite() {
+                break;
+            }
         }
         model.sync();
         let params = match regime {
@@ -196,13 +200,16 @@ fn compare(ours: &Probe, burn: &Probe) -> VerifyOutcome {
 /// The numeric comparison alone, whatever the two executed.
 fn numbers(ours: &Probe, burn: &Probe) -> VerifyOutcome {
     let all = |p: &Probe| p.losses.iter().chain(&p.logits).chain(&p.params).copied().collect::<Vec<f32>>();
+    // Checked first: a probe stops at its first loss that is not finite.
+    if let Some(i) = ours.losses.iter().zip(&burn.losses).position(|(x, y)| !x.is_finite() && y.is_finite()) {
+        return VerifyOutcome::Refused(format!("different: not finite where the reference is (the loss of step {})", i + 1));
+    }
     let (a, b) = (all(ours), all(burn));
     if a.len() != b.len() {
         return VerifyOutcome::Refused("broken: outputs missing".into());
     }
-    if let Some(i) = a.iter().zip(&b).position(|(x, y)| !x.is_finite() && y.is_finite()) {
-        let step = (i < ours.losses.len()).then(|| format!(" (the loss of step {})", i + 1)).unwrap_or_default();
-        return VerifyOutcome::Refused(format!("different: not finite where the reference is{step}"));
+    if a.iter().zip(&b).any(|(x, y)| !x.is_finite() && y.is_finite()) {
+        return VerifyOutcome::Refused("different: not finite where the reference is".into());
     }
     if a.iter().any(|x| !x.is_finite()) {
         return VerifyOutcome::Refused("broken: outputs not finite".into());
@@ -253,6 +260,9 @@ mod tests {
         let nan_burn = p(&[f32::NAN], &[0.1, 0.9, 0.8, 0.2], "a");
         assert!(matches!(compare(&p(&[f32::NAN], &[0.1, 0.9, 0.8, 0.2], "b"), &nan_burn), VerifyOutcome::Refused(r) if r.starts_with("broken: outputs not finite")));
         assert!(matches!(compare(&p(&[1.0], &[0.1, 0.9], "b"), &burn), VerifyOutcome::Refused(r) if r == "broken: outputs missing"));
+        // A probe that stopped at its first loss that is not finite.
+        let long = p(&[1.0, 0.9, 0.8], &[0.1, 0.9, 0.8, 0.2, 0.1, 0.9], "a");
+        assert!(matches!(compare(&p(&[1.0, f32::NAN], &[0.1, 0.9, 0.8, 0.2], "b"), &long), VerifyOutcome::Refused(r) if r.ends_with("(the loss of step 2)")));
     }
 
     #[test]
