@@ -32,7 +32,7 @@
 #                              the batch switches at step <at>, or <N> steps after the first settle when
 #                              <at> is s<N> (drift for the checks to find)
 #   coldstart:<model>:<regime>:<reps>
-#                              issue 13's cold-start table: a warm cache is exported into a bundle (a plan
+#                              the cold-start table: a warm cache is exported into a bundle (a plan
 #                              cutting every 4th live cut point), then fresh processes, each with an empty
 #                              CubeCL cache and an empty NVIDIA shader cache, alternate without and with
 #                              the bundle's autotune decisions: warm-up step times, steady steps, losses
@@ -246,7 +246,7 @@ for stage in ${STAGES:-}; do
         pack
       done ;;
     oom)
-      # Issue 14: a tune at a shape that exhausts device memory ends with one clear error and no
+      # A tune at a shape that exhausts device memory ends with one clear error and no
       # plan; then a tune of a small model works. First a one-step run shows the shape fails.
       od=$R/oom-$a; mkdir -p $od
       name=oom-run; timed 150 /tmp/blazec run $a --regime training --warmup 0 --steps 1 --settle-ms 0 > $od/run.txt 2>&1

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Made results/h200/2026-11-30/call3-final (session 1); scripts/gpu-campaign.sh supersedes it.
-# Last GPU call of session 1 (device time was short): attention-d257 training tune cold then
+# Made results/h200/2026-11-30/call3-final; scripts/gpu-campaign.sh supersedes it.
+# One GPU call made when device time was short: attention-d257 training tune cold then
 # warm, the tuned plan loaded by the runtime, overhead stock vs patched (ABAB), fusion off, demo.
 set -u
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Made results/h200/2026-11-30/call4-overhead (session 1); the overhead stage of
+# Made results/h200/2026-11-30/call4-overhead; the overhead stage of
 # scripts/gpu-campaign.sh supersedes it.
 # Overhead benchmark on the GPU: one untimed process fills the autotune cache, then stock and
 # patched burn-fusion alternate (ABAB), each timing attention-d257 training steps.

@@ -6,7 +6,7 @@ Usage:
                                  [--model D,BATCH,SEQ,WARMUP] [--settle S] [--deadline SECONDS]
   scripts/overhead-interleave.py summary OUT.tsv [--bootstrap B]
 
-Why this design (issue 11 item 6): stock and patched burn-fusion are different binaries, so they
+Why this design: stock and patched burn-fusion are different binaries, so they
 cannot share a process, and one process per measurement cannot resolve 0.5 %: on the H200 a
 process's step time switches for seconds between a floor and slow stretches, and process medians
 scatter by ~9 % (results/h200/2026-12-01-s5/call1-overhead). Here one stock and one patched

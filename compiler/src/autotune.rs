@@ -75,7 +75,7 @@ pub fn adopt_pinned_autotune_cache() {
 
 /// Roots CubeCL's environment (autotune and compilation caches) at `dir`. CubeCL sets the root
 /// from its own configuration when that first loads (at the first device use), which silently
-/// undid a `set_root` made earlier: until this was found (session 6, strace), every process
+/// undid a `set_root` made earlier: until this was found (with strace), every process
 /// kept using the default root (`<workspace>/target/environment` or `~/.cache/cubecl`). So the
 /// configuration is loaded first, and the root set after it.
 fn root_cubecl_at(dir: PathBuf) {

@@ -1,4 +1,4 @@
-//! Cut-point classes (issue 10, item 3): live cut points that sit at the same place in every
+//! Cut-point classes: live cut points that sit at the same place in every
 //! layer, found by the operations around them, so that one decision covers every layer.
 //!
 //! Two live cut points are in one class when the [`CONTEXT`] operations before and after them

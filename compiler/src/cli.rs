@@ -150,7 +150,7 @@ enum Command {
     /// the race's intervals; what was kept, the kept plan against the best stock setting
     /// (the faster of Burn's plan and fusion off), the cold cost, window and break-even; then,
     /// per workload (the model name without its batch suffix), its best row and whether it is
-    /// at least 5 % faster than the best stock setting (issue 10's goal).
+    /// at least 5 % faster than the best stock setting (the campaign goal).
     #[command(after_help = "Example:\n  blazec table results/h200/*/plans/*.results.ron")]
     Table {
         /// Tune results files (`<model>.<regime>.results.ron`, written beside each tuned plan).

@@ -3,7 +3,7 @@
 //! challenger only if it wins against the incumbent; stop when a round cannot beat the last.
 //!
 //! What a round adds is a *unit*: one cut point ([`single_cuts`]), or one cut-point class, the
-//! same place in every layer (`tune --greedy K --classes`, issue 10 item 3), so a decision
+//! same place in every layer (`tune --greedy K --classes`), so a decision
 //! made for one layer is made for all of them.
 use blaze_ir::BoundaryId;
 

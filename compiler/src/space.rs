@@ -1,5 +1,5 @@
-//! `blazec space`: enumerate → canonicalise (egg) → confirm, with the counts the issue asks
-//! for: requested, collapsed by the e-graph, collapsed by confirm, survivors, false merges.
+//! `blazec space`: enumerate → canonicalise (egg) → confirm, reporting these counts:
+//! requested, collapsed by the e-graph, collapsed by confirm, survivors, false merges.
 use crate::candidate::Candidate;
 use crate::canon::{Canonical, Facts, canonicalise};
 use crate::confirm::{executed_partitions, false_merges, group_by_fingerprint};

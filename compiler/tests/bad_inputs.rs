@@ -1,4 +1,4 @@
-//! Issue 14: blazec given a bad trace exits 1 with exactly one `error:` line naming the reason,
+//! blazec given a bad trace exits 1 with exactly one `error:` line naming the reason,
 //! quickly, whatever the path holds. No device is needed: the file is refused before any model
 //! is built.
 mod common;

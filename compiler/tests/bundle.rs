@@ -1,4 +1,4 @@
-//! Issue 13: `blazec check` on a bundle: exit 0 when the entry for this machine still fits
+//! `blazec check` on a bundle: exit 0 when the entry for this machine still fits
 //! (traced again: op stream and cut points), 1 when none does, with a table saying why.
 mod common;
 use blaze_ir::{Bundle, PlanFile};
@@ -43,7 +43,7 @@ fn check_says_which_entries_fit_this_machine_and_exits_accordingly() {
     assert!(table.contains("no: plan was made for op stream `0123456789abcdef`"), "{table}");
 }
 
-/// Issue 13, built-in run path: `run --bundle` starts as a user program does (one call, nothing
+/// Built-in run path: `run --bundle` starts as a user program does (one call, nothing
 /// declared); the entry of the run's regime is installed after its first step and the last step
 /// executes exactly the partition of `run --plan` with that entry's plan file.
 #[test]
@@ -70,7 +70,7 @@ fn run_with_a_bundle_installs_the_entry_whose_op_stream_it_runs() {
     }
 }
 
-/// Issue 13 item 3 on lavapipe: the autotune decisions of a warm cache travel in the bundle
+/// On lavapipe: the autotune decisions of a warm cache travel in the bundle
 /// (version 2); a run on a fresh cache imports every one before its first operation, installs
 /// the entry and computes exactly what a run of the plan file without them computes; the
 /// decisions are then in the fresh cache (a second run finds them already present).

@@ -1,4 +1,4 @@
-//! Issue 10 item 3 on lavapipe: cut points that repeat in every layer form classes, one
+//! On lavapipe: cut points that repeat in every layer form classes, one
 //! decision each; class-level requests go through the e-graph and confirm like single cuts,
 //! without false merges; `tune --greedy K --classes` adds one whole class per round.
 mod common;

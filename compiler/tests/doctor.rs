@@ -1,4 +1,4 @@
-//! Issue 12 on the real device (lavapipe in CI): `blazec doctor` compares Burn's plan with Burn
+//! On the real device (lavapipe in CI): `blazec doctor` compares Burn's plan with Burn
 //! executing nothing fused, localises the fused blocks that change the numbers and writes a plan
 //! that unfuses only them.
 mod common;
@@ -44,7 +44,7 @@ fn residual_add_in_a_fused_block(trace: &blaze_ir::Trace) -> (usize, u64) {
     panic!("no residual add inside a fused block of {}", trace.model);
 }
 
-/// The injected defect (issue 12): the fused kernels around one residual add compute a
+/// The injected defect: the fused kernels around one residual add compute a
 /// subtraction there, while the add executed on its own stays right. The doctor must name
 /// exactly the block that holds it, and its plan must restore the reference numbers while the
 /// other fused blocks stay fused.

@@ -1,4 +1,4 @@
-//! Issue 2 on the real device: a cut plan executes its cuts, replays them, and computes Burn's
+//! On the real device: a cut plan executes its cuts, replays them, and computes Burn's
 //! numbers; an empty plan is Burn's plan; bad plan files fall back with one clear warning.
 mod common;
 use common::*;
@@ -23,7 +23,7 @@ fn cut_plan_executes_exactly_its_cuts_replays_and_matches_burn_numerics() {
     let default = burn_default("training");
     let (planned, stderr) = run("training", Some(&plan_path), "cut");
     // "applied" (not "applied (op stream not confirmed)"): the runtime confirmed the op stream
-    // by itself, with no call from the program. Issue 13's target for load + confirm is 10 ms
+    // by itself, with no call from the program. The target for load + confirm is 10 ms
     // on the GPU machine. Both are CPU time of the program's threads, so they do not grow with
     // the machine's load as wall time did (17-56 ms here, most of it descheduled behind
     // lavapipe). On the 2-core CI machine: 9-13 ms alone, 13-14 ms with three runs at once;
@@ -111,7 +111,7 @@ fn run_settles_untimed_before_the_first_timed_step() {
     // warm-up, the op-stream check step, settling, timed steps, the recorded last step
     assert_eq!(r.losses.len(), 1 + 1 + r.settle_steps + 2 + 1);
     assert_eq!(r.step_ms.len(), 2, "settling steps must not be timed");
-    // Issue 13: `--settle-steps` settles by count, so two runs' losses line up step for step.
+    // `--settle-steps` settles by count, so two runs' losses line up step for step.
     let counted = scratch("settle").join("counted.ron");
     let mut args = vec!["run"];
     args.extend(SMALL);

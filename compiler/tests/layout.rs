@@ -1,4 +1,4 @@
-//! Issue 13 item 7: the commands (argument parsing, printing, exit codes) are one layer over the
+//! The commands (argument parsing, printing, exit codes) are one layer over the
 //! pipeline's stage modules: no stage module imports a command module, and the modules import
 //! each other without cycles. Read from the sources (`crate::<module>` paths), so a new import
 //! that breaks the layering fails here.

@@ -1,4 +1,4 @@
-//! Issue 15 on lavapipe: one real short training run in live mode, with a shipped plan among
+//! On lavapipe: one real short training run in live mode, with a shipped plan among
 //! its arms. Arms are verified on side
 //! instances before the run; the race runs on the run's own steps, settles, and the schedule's
 //! drift checks run; the run's losses stay within the verification tolerance of Burn's own run.

@@ -1,4 +1,4 @@
-//! Issues 4 and 5 on the real device: the e-graph never merges requests that execute
+//! On the real device: the e-graph never merges requests that execute
 //! differently, and the verification gate refuses a plan made to compute something different.
 mod common;
 use common::*;
@@ -28,7 +28,7 @@ fn verify_gate_refuses_a_faulty_plan_and_verifies_a_sound_one() {
     assert!(sound.contains("Verified"), "{sound}");
 }
 
-/// Issue 14, the other side of the gate: sound plans are not refused. Plans cutting every live
+/// The other side of the gate: sound plans are not refused. Plans cutting every live
 /// cut point, every second and every third (the first is nearly fusion off) all verify.
 #[test]
 fn verify_gate_passes_every_sound_plan() {
@@ -41,7 +41,7 @@ fn verify_gate_passes_every_sound_plan() {
     }
 }
 
-/// Issue 14: a plan whose fused kernels compute a wrong value (not the model's output scaled
+/// A plan whose fused kernels compute a wrong value (not the model's output scaled
 /// afterwards) is refused. The test-only fault makes the plan's fused kernels around one
 /// residual add compute a subtraction; Burn's own plan stays right.
 #[test]
@@ -64,7 +64,7 @@ fn verify_gate_refuses_a_plan_whose_fused_kernels_compute_a_wrong_value() {
     assert!(stdout.contains("Refused(\"different"), "{stdout}");
 }
 
-/// Issue 5: a candidate that hangs or crashes the process is recorded as broken and the tune
+/// A candidate that hangs or crashes the process is recorded as broken and the tune
 /// goes on without it (worker process + journal; `tune/supervise.rs`).
 #[test]
 fn tune_records_a_hanging_and_a_crashing_candidate_as_broken_and_goes_on() {
@@ -102,7 +102,7 @@ fn tune_records_a_hanging_and_a_crashing_candidate_as_broken_and_goes_on() {
     blaze_ir::PlanFile::parse(&std::fs::read_to_string(dir.join("plan.ron")).unwrap()).expect("a valid plan is written");
 }
 
-/// Issue 5: interrupting `blazec tune` (SIGINT to the tune process alone, as a process manager
+/// Interrupting `blazec tune` (SIGINT to the tune process alone, as a process manager
 /// would send it) leaves no plan and no partial file, although the work runs in a worker process.
 #[test]
 fn interrupted_tune_leaves_no_partial_plan() {
@@ -122,7 +122,7 @@ fn interrupted_tune_leaves_no_partial_plan() {
     assert!(left.is_empty(), "an interrupted tune left {left:?}");
 }
 
-/// Issue 14: a tune killed outright (SIGKILL: no handler runs) at points spread over its run
+/// A tune killed outright (SIGKILL: no handler runs) at points spread over its run
 /// (trace, confirm and race, select/verify/write on lavapipe) leaves either nothing or a
 /// complete, valid plan, never a torn one; its worker does not outlive it; and a tune into the
 /// same directory afterwards works.
@@ -144,7 +144,7 @@ fn tune_killed_at_any_point_leaves_no_torn_plan_and_a_second_tune_works() {
             blaze_ir::PlanFile::parse(&text).unwrap_or_else(|e| panic!("killed after {after} s: a torn plan: {e}"));
         }
     }
-    // The second tune also adds its plan to a bundle (issue 13): one entry, the plan itself.
+    // The second tune also adds its plan to a bundle: one entry, the plan itself.
     let bundle = dir.join("model.blaze");
     let mut again = args.clone();
     again.extend(["--bundle".to_string(), bundle.to_str().unwrap().to_string()]);
@@ -159,7 +159,7 @@ fn tune_killed_at_any_point_leaves_no_torn_plan_and_a_second_tune_works() {
     drop(out);
 }
 
-/// Issue 14: two tunes writing the same output at once both finish, and what is left is one
+/// Two tunes writing the same output at once both finish, and what is left is one
 /// whole plan (the last one renamed into place), never a mix of the two.
 #[test]
 fn two_tunes_into_the_same_output_leave_one_whole_plan() {
@@ -196,7 +196,7 @@ fn small_tune(dir: &std::path::Path) -> Vec<String> {
     args
 }
 
-/// Issue 14 item 4, a lost device: the test-only `--inject-device-lost N` destroys the wgpu
+/// A lost device: the test-only `--inject-device-lost N` destroys the wgpu
 /// device when candidate N is installed. On a driver that then fails every step, the worker
 /// crashes or hangs and the candidate is recorded as broken (the test above covers both
 /// paths). On lavapipe the steps after `Device::destroy` run normally, so the injection never

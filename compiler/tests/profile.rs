@@ -1,4 +1,4 @@
-//! Issue 10 item 4 on the real device (lavapipe in CI): `blazec profile` attributes a step's
+//! On the real device (lavapipe in CI): `blazec profile` attributes a step's
 //! host time and device time to the executed blocks of Burn's plan and of a plan file.
 mod common;
 use blaze_compiler::profile::ArmProfile;

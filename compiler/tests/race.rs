@@ -1,4 +1,4 @@
-//! Issue 11 on the real device (lavapipe in CI): fusion off is an arm of the same process that
+//! On the real device (lavapipe in CI): fusion off is an arm of the same process that
 //! computes exactly what a BURN_FUSION_MAX_EXPLORATIONS=0 process computes, and `race-check`
 //! finds a known slowdown.
 mod common;

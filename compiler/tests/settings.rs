@@ -1,4 +1,4 @@
-//! Issue 10 on the real device (lavapipe in CI): a plan's beam width (plan format version 2)
+//! On the real device (lavapipe in CI): a plan's beam width (plan format version 2)
 //! changes the executed partition, in this process, to exactly what Burn executes with that
 //! width set in burn.toml in a process of its own; version-1 plans still run as before.
 mod common;
@@ -144,7 +144,7 @@ fn plan_writes_a_store_setting_and_refuses_a_shared_store_with_cuts() {
     assert!(stderr.contains("store = shared is not possible with cuts"), "{stderr}");
 }
 
-/// Issue 10 item 2: the submission batch is fixed per process, so `tune --max-tasks` races each
+/// The submission batch is fixed per process, so `tune --max-tasks` races each
 /// value in a co-resident server process of its own, in turns, paired with a reference process
 /// (the program's current value) and beside a control process (the reference's configuration
 /// again). A known slowdown (each step three times as long) injected into one server must be

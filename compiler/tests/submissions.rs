@@ -1,4 +1,4 @@
-//! Issue 10 on the real device (lavapipe in CI): a plan's submission batch (`max_tasks`, plan
+//! On the real device (lavapipe in CI): a plan's submission batch (`max_tasks`, plan
 //! format version 2) changes how often CubeCL submits work to the Vulkan queue, exactly as
 //! `CUBECL_WGPU_MAX_TASKS` does, and a program's own value wins over the plan's.
 //!

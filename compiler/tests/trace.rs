@@ -1,4 +1,4 @@
-//! Issue 3: traces are deterministic files, their DOT renders, every cut point is accepted by
+//! Traces are deterministic files, their DOT renders, every cut point is accepted by
 //! the runtime hook, and a cut at a live one changes what executes.
 mod common;
 use common::*;
@@ -14,7 +14,7 @@ fn tracing_twice_gives_identical_files() {
     assert_eq!(std::fs::read(&first).unwrap(), std::fs::read(&again).unwrap(), "trace files differ between runs");
 }
 
-/// Issue 14: the candidate list and the e-graph's groups are the same in two processes (no
+/// The candidate list and the e-graph's groups are the same in two processes (no
 /// hash-order or time dependence), so a tune's plan space can be reproduced from its trace.
 #[test]
 fn candidates_and_egraph_groups_are_identical_across_runs() {
@@ -74,7 +74,7 @@ fn trace_help_has_examples_and_bad_input_is_a_clear_error() {
     assert_eq!(out.status.code(), Some(2));
 }
 
-/// Issue 6: `blazec list` names every workload in registry order with its parameter count
+/// `blazec list` names every workload in registry order with its parameter count
 /// (counted on a built instance; the counts follow from docs/workloads.md's definitions).
 #[test]
 fn list_prints_every_workload_with_its_parameter_count() {
@@ -97,7 +97,7 @@ fn list_prints_every_workload_with_its_parameter_count() {
     assert!(rows.iter().all(|(_, p)| *p > 0), "{out}");
 }
 
-/// Issue 14: a tune's report text, timings aside, is the same in two runs: what was requested,
+/// A tune's report text, timings aside, is the same in two runs: what was requested,
 /// what the e-graph and confirm collapsed, and every candidate's id and cuts. (Which candidate
 /// wins depends on timings and is not compared.)
 #[test]

@@ -1,4 +1,4 @@
-//! Issue 14: a short fuzz run of the plan, trace and partition parsers (the long runs are
+//! A short fuzz run of the plan, trace and partition parsers (the long runs are
 //! recorded under results/fuzz/). Fails on any panic, execution over 1 s or heap peak over
 //! 256 MiB (blaze-fuzz exits 1 and saves the input under ir/fuzz/findings/).
 #[test]

@@ -1,4 +1,4 @@
-//! Issue 14: every kind of bad or mismatched plan input gives one exact warning, leaves Burn's
+//! Every kind of bad or mismatched plan input gives one exact warning, leaves Burn's
 //! own plan in force, and is handled in bounded time and memory. Run with `--nocapture` for
 //! the table (kind, time, peak heap).
 use blaze_ir::plan::{DeviceInfo, Regime};

@@ -1,4 +1,4 @@
-//! Issue 13: one bundle file, the entry that fits the run installed by one call; a regime
+//! One bundle file, the entry that fits the run installed by one call; a regime
 //! switch picks the other entry; no fitting entry leaves Burn's plan with the reason; an old
 //! single-plan file still loads through the same call.
 use blaze_ir::plan::{DeviceInfo, Regime};

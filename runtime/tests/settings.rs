@@ -1,4 +1,4 @@
-//! Issue 10: a version-2 (or 3) plan's settings are applied at load. The beam width (and how
+//! A version-2 (or 3) plan's settings are applied at load. The beam width (and how
 //! its plans are cached) selects a plan store of its own (so it changes what Burn explores, shown on the device by
 //! compiler/tests/settings.rs); the submission batch is set for CubeCL before the device starts,
 //! and a program's own value wins with a note naming both. One test: the environment is shared

@@ -1,4 +1,4 @@
-//! Live mode (issue 15): plan selection during a real training run, then a settled plan that
+//! Live mode: plan selection during a real training run, then a settled plan that
 //! is re-checked on a widening delay. `driver` is the schedule (device-free, tested with a
 //! fake clock); this module prepares the arms and drives them on the user's steps.
 //!

@@ -1,4 +1,4 @@
-//! Settings fixed per process, raced across processes (issue 10 item 2).
+//! Settings fixed per process, raced across processes.
 //!
 //! The submission batch (`CUBECL_WGPU_MAX_TASKS`) is read once, when the device starts, so two
 //! values cannot share a process. One process per measurement cannot see a few per cent: on

@@ -1,4 +1,4 @@
-//! `blazec table FILE..`: the campaign table of issue 10 from tune results files, one row per
+//! `blazec table FILE..`: the campaign table from tune results files, one row per
 //! (workload, regime, shapes): Burn's plan, fusion off (the in-process arm), the best
 //! settings-only candidate and the best candidate with cuts, each as its paired ratio to Burn's
 //! plan with the race's interval, then what was kept, why the race stopped, the cold cost and
@@ -106,7 +106,7 @@ fn captured_cell(r: &TuneResult) -> String {
 }
 
 /// The kept plan against the best stock setting (the faster of Burn's plan and fusion off by
-/// the race's point estimate): issue 10's goal is stated against that.
+/// the race's point estimate): the campaign goal is stated against that.
 struct AgainstStock {
     ratio: f64,
     /// The upper end of the ratio's interval: the race's own against Burn's plan; against
@@ -155,7 +155,7 @@ pub fn workload_of(model: &str) -> &str {
     if shape { base } else { model }
 }
 
-/// Issue 10's goal, per workload: its best row (lowest kept / best stock by the point
+/// The campaign goal, per workload: its best row (lowest kept / best stock by the point
 /// estimate) and whether some row of it is at least 5 % faster, by the point estimate and by
 /// the upper end of the interval.
 fn goal(results: &[(TuneResult, AgainstStock)]) -> String {
@@ -241,7 +241,7 @@ pub fn table(paths: &[impl AsRef<Path>]) -> anyhow::Result<String> {
         out.push('\n');
         out.push_str(&row);
     }
-    out.push_str("\n\nGoal (issue 10), per workload over the rows above:\n\n");
+    out.push_str("\n\nCampaign goal, per workload over the rows above:\n\n");
     out.push_str(&goal(&results));
     Ok(out)
 }
@@ -266,7 +266,7 @@ mod tests {
 
     #[test]
     fn an_h200_results_file_gives_its_row() {
-        // Session 5's attention-d257 forward tune on the H200 (protocol blaze-measure/3).
+        // An attention-d257 forward tune on the H200 (protocol blaze-measure/3).
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../results/h200/2026-12-01-s5/call2-tunes/plans/attention-d257.forward.results.ron");
         let text = table(&[path]).unwrap();
         let row = text.lines().find(|l| l.starts_with("| attention-d257 | forward |")).expect(&text);
@@ -282,7 +282,7 @@ mod tests {
 
     #[test]
     fn the_process_race_cell_shows_the_control_beside_the_best_value() {
-        // Session 11's gpt-small training tune on the H200 with --max-tasks 16,64: the control
+        // A gpt-small training tune on the H200 with --max-tasks 16,64: the control
         // process (max_tasks 32 again) separated from the reference, so tasks=16's 0.9565 is
         // inside the spread between two processes and nothing was kept.
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../results/h200/2026-12-02-s11/campaign/plans/gpt-small.training.results.ron");
@@ -306,7 +306,7 @@ mod tests {
 
     #[test]
     fn the_goal_takes_each_workloads_best_row_and_counts_point_and_interval_separately() {
-        // Session 13 on the H200: cnn-mnist at batch 2048 kept width 1 at 0.9026 [0.8853,
+        // Tunes on the H200: cnn-mnist at batch 2048 kept width 1 at 0.9026 [0.8853,
         // 0.9207] (fusion off slower: Burn's plan is the best stock setting); attention-d258
         // forward at batch 64 kept width 2 at 0.9269, but fusion off was 0.9725 there, so
         // against the best stock setting it is 0.9659, paired by round with fusion off.

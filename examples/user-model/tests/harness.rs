@@ -33,7 +33,7 @@ fn a_users_binary_has_its_own_name_in_help_and_no_demo() {
     assert!(!help.contains("blazec <COMMAND>") && !help.lines().any(|l| l.trim_start().starts_with("demo ")), "{help}");
 }
 
-/// Issue 13 friction: without XDG_RUNTIME_DIR, Mesa's Vulkan code used to print stray `error:`
+/// Without XDG_RUNTIME_DIR, Mesa's Vulkan code used to print stray `error:`
 /// lines on every run; the library now sets it, so stderr holds no error.
 #[test]
 fn no_stray_errors_without_xdg_runtime_dir() {
@@ -51,7 +51,7 @@ fn no_stray_errors_without_xdg_runtime_dir() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Issue 12: the doctor runs on a user's own model through the harness: a diagnosis (exit 0)
+/// The doctor runs on a user's own model through the harness: a diagnosis (exit 0)
 /// with its report, here that Burn's plan matches the unfused reference.
 #[test]
 fn doctor_diagnoses_a_users_own_model() {
@@ -67,7 +67,7 @@ fn doctor_diagnoses_a_users_own_model() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Issue 13: the user's own program starts from a bundle with one call (`blaze_burn::init`):
+/// The user's own program starts from a bundle with one call (`blaze_burn::init`):
 /// with no regime or shape declared, the training entry is installed while it trains and the
 /// forward entry while it evaluates, each executing exactly what `run --plan` executes with
 /// that entry's plan file (and not Burn's partition).
@@ -108,7 +108,7 @@ fn one_call_installs_the_training_entry_then_the_forward_entry() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Issue 13: a bundle with no entry for this device: the program runs under Burn's plan and
+/// A bundle with no entry for this device: the program runs under Burn's plan and
 /// one warning names this device and the entries the bundle holds.
 #[test]
 fn one_call_with_no_entry_for_this_device_warns_once_and_runs_burns_plan() {

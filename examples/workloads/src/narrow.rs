@@ -1,5 +1,5 @@
 //! narrow-head-mlp: not a reference workload, a reproduction attempt of a reported Burn fusion
-//! defect (tracel-ai/burn issue 5122: on CUDA, the batched forward of a small MLP whose head
+//! defect (tracel-ai/burn#5122: on CUDA, the batched forward of a small MLP whose head
 //! narrows to one column, `... -> Linear(_, 1) -> tanh`, is wrong with fusion and right without;
 //! row 0 right, later rows wrong). Linear(16,64) tanh, Linear(64,32) tanh, Linear(32,1) tanh on
 //! a fixed `rows` × 16 standard-normal batch; MSE to a fixed random target in (-1, 1).
@@ -86,7 +86,7 @@ impl ModelFactory for NarrowSpec {
     }
 
     fn summary(&self) -> String {
-        format!("burn issue 5122 reproduction attempt: MLP 16-64-32-1, tanh, narrow [N, 1] head; rows={}", self.rows)
+        format!("tracel-ai/burn#5122 reproduction attempt: MLP 16-64-32-1, tanh, narrow [N, 1] head; rows={}", self.rows)
     }
 
     fn build(&self, regime: Regime) -> Result<Box<dyn Model>, String> {
