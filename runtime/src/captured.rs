@@ -132,6 +132,12 @@ impl Captured {
     }
 }
 
+/// Before a fresh model's first step: moves a training step's state to where a replay writes
+/// it (`RecordableStep::hold_state_in_place`), or says why the model cannot be recorded.
+pub fn hold_state_in_place(model: &mut dyn Model) -> Result<(), String> {
+    model.recordable()?.hold_state_in_place()
+}
+
 /// Records one step of `model` on its next batch, under the fusion installed now (the step's
 /// output is read from the recording). Only plans without cuts are recorded (plan validation):
 /// the recorded step does not register the operations that make its inputs from data, so a
@@ -172,8 +178,7 @@ impl Model for Captured {
             return out;
         }
         if self.state == (CaptureState::Warming { eager_steps: 0 }) {
-            // Before the first step: a training step's state moves to where a replay writes it.
-            if let Err(cause) = self.inner.recordable().and_then(|s| s.hold_state_in_place()) {
+            if let Err(cause) = hold_state_in_place(self.inner.as_mut()) {
                 self.fall_back(format!("cannot be recorded: {cause}"));
             }
         }

@@ -64,6 +64,10 @@ pub struct Slowdown {
 /// plan, id 0); the others enter as challengers.
 pub struct DeviceVisitor<'a> {
     model: &'a mut dyn Model,
+    /// Where captured candidates are recorded and replayed when not on `model`: a training
+    /// step's recording holds its state in place (another optimizer), so it gets an instance
+    /// of its own and the eager arms keep Burn's.
+    captured_model: Option<&'a mut dyn Model>,
     candidates: BTreeMap<usize, Candidate>,
     /// The recording of each captured candidate, or why it could not be made.
     recordings: BTreeMap<usize, Result<Box<dyn Recording>, String>>,
@@ -75,18 +79,36 @@ pub struct DeviceVisitor<'a> {
 impl<'a> DeviceVisitor<'a> {
     /// Settles under the reference, then sizes the blocks from its step time.
     pub fn new(model: &'a mut dyn Model, candidates: &[&Candidate], slowdown: Option<Slowdown>) -> Self {
+        Self::with_captured_model(model, None, candidates, slowdown)
+    }
+
+    /// [`DeviceVisitor::new`] recording the captured candidates on `captured_model` (with
+    /// its state held in place first) instead of `model`.
+    pub fn with_captured_model(model: &'a mut dyn Model, mut captured_model: Option<&'a mut dyn Model>, candidates: &[&Candidate], slowdown: Option<Slowdown>) -> Self {
         let reference = candidates.first().expect("a race needs Burn's plan");
         install(reference);
         let settle_steps = settle(model, Settle::For(SETTLE)).len();
         let (step_ms, _) = median_step_ms(model);
         let steps_per_visit = steps_per_visit(step_ms);
         let slowdown = slowdown.map(|s| (s.id, Duration::from_secs_f64(s.fraction * step_ms / 1e3)));
-        let recordings: BTreeMap<usize, Result<Box<dyn Recording>, String>> =
-            candidates.iter().filter(|c| c.is_captured()).map(|c| (c.id, record_candidate(model, c))).collect();
+        let held = match captured_model.as_mut() {
+            Some(own) => blaze_runtime::captured::hold_state_in_place(&mut **own),
+            None => Ok(()),
+        };
+        let mut recordings: BTreeMap<usize, Result<Box<dyn Recording>, String>> = BTreeMap::new();
+        for c in candidates.iter().filter(|c| c.is_captured()) {
+            let recording = match (&held, captured_model.as_mut()) {
+                (Err(why), _) => Err(why.clone()),
+                (Ok(()), Some(own)) => record_candidate(&mut **own, c),
+                (Ok(()), None) => record_candidate(&mut *model, c),
+            };
+            recordings.insert(c.id, recording);
+        }
         install(reference);
         let memory = recordings.iter().filter_map(|(id, r)| Some((*id, r.as_ref().ok()?.memory()))).collect();
         Self {
             model,
+            captured_model,
             recordings,
             candidates: candidates.iter().map(|c| (c.id, (*c).clone())).collect(),
             shape: VisitShape { step_ms, steps_per_visit, settle_steps, recordings: memory },
@@ -102,11 +124,14 @@ impl Visitor for DeviceVisitor<'_> {
         install(candidate);
         let k = self.shape.steps_per_visit;
         let delay = self.slowdown.filter(|(s, _)| *s == id).map(|(_, d)| d * k);
-        let model = &mut *self.model;
         let recording = match self.recordings.get_mut(&id) {
             Some(Ok(recording)) => Some(recording),
             Some(Err(why)) => return Err(format!("not recorded: {why}")),
             None => None,
+        };
+        let model: &mut dyn Model = match (&recording, self.captured_model.as_mut()) {
+            (Some(_), Some(own)) => &mut **own,
+            _ => &mut *self.model,
         };
         let visit = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| visit_steps(model, recording, k, delay)));
         self.steps += 1 + k as u64;
@@ -172,8 +197,21 @@ pub fn race_on_device(
     slowdown: Option<Slowdown>,
     progress: impl FnMut(u32, usize),
 ) -> Result<(Race, VisitShape, u64), String> {
+    race_with_captured_model(model, None, candidates, can_win, rules, slowdown, progress)
+}
+
+/// [`race_on_device`] whose captured candidates run on `captured_model` when given.
+pub fn race_with_captured_model<'a>(
+    model: &'a mut dyn Model,
+    captured_model: Option<&'a mut dyn Model>,
+    candidates: &[&Candidate],
+    can_win: impl Fn(&Candidate) -> bool,
+    rules: &RaceRules,
+    slowdown: Option<Slowdown>,
+    progress: impl FnMut(u32, usize),
+) -> Result<(Race, VisitShape, u64), String> {
     let entrants: Vec<Entrant> = candidates[1..].iter().map(|c| Entrant { id: c.id, can_win: can_win(c) }).collect();
-    let mut visitor = DeviceVisitor::new(model, candidates, slowdown);
+    let mut visitor = DeviceVisitor::with_captured_model(model, captured_model, candidates, slowdown);
     let result = race(&entrants, &mut visitor, rules, progress);
     let (shape, steps) = (visitor.shape.clone(), visitor.steps);
     activate_burn_default();

@@ -337,7 +337,14 @@ fn race_captured(
     let refs: Vec<&Candidate> = arms.iter().collect();
     progress(&format!("racing captured execution ({} arms)", refs.len() - 1));
     let max = opts.rules.max_rounds;
-    let (race, shape, _) = measure::race_on_device(model, &refs, |_| true, &opts.rules, None, |r, n| {
+    // A training step's recording holds its state in place (another optimizer): its arms get
+    // an instance of their own, the eager arms keep the race's.
+    let mut own = match opts.regime {
+        Regime::Training => Some(factory.build(opts.regime).map_err(anyhow::Error::msg)?),
+        Regime::Forward => None,
+    };
+    let own: Option<&mut dyn blaze_runtime::Model> = own.as_mut().map(|m| &mut **m as &mut dyn blaze_runtime::Model);
+    let (race, shape, _) = measure::race_with_captured_model(&mut *model, own, &refs, |_| true, &opts.rules, None, |r, n| {
         progress(&format!("captured round {r}/{max} ({n} racing)"))
     })
     .map_err(anyhow::Error::msg)?;
