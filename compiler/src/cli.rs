@@ -142,6 +142,9 @@ enum Command {
         /// Test only: make the plan compute something different (the gate must refuse it).
         #[arg(long, hide = true)]
         inject_fault: bool,
+        /// Steps of the captured gate for a captured plan (default: 24 forward, 207 training).
+        #[arg(long, value_name = "N")]
+        gate_steps: Option<u32>,
     },
     /// List the built-in workloads with their parameter counts.
     List,
@@ -422,7 +425,7 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             }
             crate::bench::bench(names, &args)
         }
-        Command::Verify { plan, trace, every_live, inject_fault } => {
+        Command::Verify { plan, trace, every_live, inject_fault, gate_steps } => {
             let (model, regime, cuts, settings) = match (plan, trace) {
                 (Some(plan), _) => {
                     let plan = blaze_ir::PlanFile::read(&plan)?;
@@ -437,7 +440,10 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             };
             let factory = factory_named(resolve, &model)?;
             let candidate = crate::candidate::Candidate::with_settings(1, cuts, settings);
-            let outcome = crate::tune::verify::verify(factory.as_ref(), regime, &candidate, inject_fault);
+            let outcome = match gate_steps {
+                Some(steps) if candidate.is_captured() => crate::tune::verify::verify_captured(factory.as_ref(), regime, &candidate, steps),
+                _ => crate::tune::verify::verify(factory.as_ref(), regime, &candidate, inject_fault),
+            };
             println!("verify {model} ({} cuts{}): {outcome:?}", candidate.cuts.len(), if inject_fault { ", fault injected" } else { "" });
             Ok(())
         }

@@ -95,6 +95,10 @@ pub struct TuneArgs {
     /// every loss and output and the parameters at the end).
     #[arg(long)]
     pub captured: bool,
+    /// Steps of the captured gate (default: 24 forward, 207 training: warm-up, the recording
+    /// and 20 or 200 replays). A longer gate for a GPU campaign: `--gate-steps 1007`.
+    #[arg(long, value_name = "N")]
+    pub gate_steps: Option<u32>,
     /// Cut candidates per beam width: the model is traced again under each width and cuts
     /// are enumerated over that (richer or poorer) partition's live cut points. 0: cuts only
     /// over Burn's default partition.
@@ -229,6 +233,7 @@ fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path
         max_blocks: args.max_blocks.0.clone(),
         by_position: args.by_position,
         captured: args.captured,
+        gate_steps: args.gate_steps,
         cuts_per_width: args.cuts_per_width,
         classes: args.classes,
     };

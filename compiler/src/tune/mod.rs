@@ -58,6 +58,8 @@ pub struct TuneOptions {
     pub classes: bool,
     /// Race captured execution after the race: Burn's plan and the winner, captured.
     pub captured: bool,
+    /// Steps of the captured gate, if not the regime's default.
+    pub gate_steps: Option<u32>,
 }
 
 /// Fusion off in a process of its own (BURN_FUSION_MAX_EXPLORATIONS=0): the cross-check of the
@@ -354,8 +356,9 @@ fn race_captured(
         if w.id == winner {
             break;
         }
-        progress(&format!("verify c{} (captured gate)", w.id));
-        let v = verify::verify(factory, opts.regime, &cands[w.id], false);
+        let steps = opts.gate_steps.unwrap_or(verify::captured_gate_steps(opts.regime));
+        progress(&format!("verify c{} (captured gate, {steps} steps)", w.id));
+        let v = verify::verify_captured(factory, opts.regime, &cands[w.id], steps);
         let t = timed.iter_mut().find(|t| t.id == w.id).expect("winners were timed");
         if v.keeps() {
             t.outcome = format!("kept: {}; verified (captured gate)", w.describe());
