@@ -139,11 +139,13 @@ fn device_adam_replays_burns_adam_under_a_changing_learning_rate_and_needs_its_w
     let (losses, params) = recorded();
     let (loss_diff, param_diff) = (max_rel_diff(&burn_losses, &losses), max_rel_diff(&burn_params, &params));
     eprintln!("largest relative difference to Burn's Adam over {STEPS} steps: losses {loss_diff:.2e}, parameters {param_diff:.2e}");
+    eprintln!("Burn's Adam losses: {burn_losses:?}\nrecorded DeviceAdam losses: {losses:?}");
     assert!(loss_diff <= VERIFY_TOLERANCE && param_diff <= VERIFY_TOLERANCE, "{burn_losses:?}\n{losses:?}");
     // Without the write-back (new buffers each step, as Burn's optimizer returns them), the
     // replays update state the next replay does not read.
     inject_capture(Some(CaptureFault::NoWriteBack));
     let (stale, _) = recorded();
     inject_capture(None);
+    eprintln!("without write-back: {stale:?}");
     assert!(max_rel_diff(&burn_losses, &stale) > 1e-3, "the stale replays leave the eager chain: {stale:?}");
 }
