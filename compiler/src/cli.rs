@@ -57,7 +57,8 @@ enum Command {
     /// known slowdown.
     #[command(after_help = "Examples:\n  blazec race-check attention-d258 --trials 40 -o aa.ron                      # A/A\n  blazec race-check attention-d258 --trials 20 --slowdown 0.01,0.02,0.05 -o power.ron")]
     RaceCheck(crate::race_check::RaceCheckArgs),
-    /// Burn's plan against a plan file with hand-chosen cuts, on attention-d257 training.
+    /// The main job end to end: tune attention-d257 training (Burn's default, fusion off, beam
+    /// widths, captured execution), show what was kept and why, run the model under it.
     Demo(demo::DemoArgs),
     /// Write a plan file by hand from a trace: the cuts you name (or every k-th live cut point).
     #[command(after_help = "Examples:\n  blazec plan --trace t.ron --cuts b5,b65 -o plan.ron\n  blazec plan --trace t.ron --every-live 4 -o plan.ron")]
