@@ -15,7 +15,7 @@
 //!   replays as by eager steps.
 //!
 //! Nothing here changes Burn's own execution: a model uses it only when it is captured.
-use crate::capture::{StableInput, write_in_place};
+use crate::capture::{StableInput, can_write_in_place, write_in_place};
 use burn::module::{Module, ModuleMapper, Param, ParamId};
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor, TensorData};
@@ -95,9 +95,13 @@ impl DeviceAdam {
             *held = fresh;
             return;
         }
-        if let Err(e) = write_in_place(held, fresh.clone()) {
-            self.failure.get_or_insert(format!("{what}: {e}"));
-            *held = fresh;
+        // Checked before writing, so the fallback needs no clone of `fresh` on every write.
+        match can_write_in_place(held, &fresh) {
+            Ok(()) => write_in_place(held, fresh).expect("checked just before"),
+            Err(e) => {
+                self.failure.get_or_insert(format!("{what}: {e}"));
+                *held = fresh;
+            }
         }
     }
 
