@@ -8,7 +8,7 @@ pub fn stable_hex(bytes: &[u8]) -> String {
 }
 
 /// [`stable_hex`] over bytes fed in pieces.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct StableHasher(Sha256);
 
 impl StableHasher {

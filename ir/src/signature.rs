@@ -29,11 +29,21 @@ impl OpSignature {
         write_line(self.kind.clone(), &self.dtype, self.shapes.iter().map(|s| s.as_slice()))
     }
 
-    /// `OpSignature::of(op).to_line()` without building the signature (the op-stream watch
-    /// writes one line per registered operation while it judges).
+    /// `OpSignature::of(op).to_line()` without building the signature.
     pub fn line_of(op: &OperationIr) -> String {
+        let mut line = String::new();
+        Self::write_line_of(op, &mut line);
+        line
+    }
+
+    /// [`OpSignature::line_of`] written into `line` (cleared first), which keeps its capacity:
+    /// the op-stream watch writes one line per registered operation while it judges, into one
+    /// buffer.
+    pub fn write_line_of(op: &OperationIr, line: &mut String) {
+        line.clear();
+        with_kind(op, |kind| line.push_str(kind));
         let nodes = op.nodes();
-        write_line(kind_of(op), &DtypeOf(nodes.first().copied()), nodes.iter().map(|n| &n.shape[..]))
+        append_line(line, &DtypeOf(nodes.first().copied()), nodes.iter().map(|n| &n.shape[..]));
     }
 
     /// Whether no fuser of Burn 0.22.1 ever takes this operation into a fused block
@@ -52,6 +62,12 @@ impl OpSignature {
 /// The signature line after `kind`: ` <dtype> [d,d] [d]`, trailing spaces trimmed (an
 /// operation without tensors has neither).
 fn write_line<'a>(mut line: String, dtype: &dyn std::fmt::Display, shapes: impl Iterator<Item = &'a [usize]>) -> String {
+    append_line(&mut line, dtype, shapes);
+    line
+}
+
+/// [`write_line`] appending to `line`, which holds the kind.
+fn append_line<'a>(line: &mut String, dtype: &dyn std::fmt::Display, shapes: impl Iterator<Item = &'a [usize]>) {
     use std::fmt::Write;
     let _ = write!(line, " {dtype} ");
     for (k, shape) in shapes.enumerate() {
@@ -62,7 +78,6 @@ fn write_line<'a>(mut line: String, dtype: &dyn std::fmt::Display, shapes: impl 
         line.push(']');
     }
     line.truncate(line.trim_end().len());
-    line
 }
 
 /// A tensor's dtype as its Debug form (`F32`), nothing without a tensor.
@@ -79,11 +94,16 @@ pub fn kind_of(op: &OperationIr) -> String {
     // The kind is a function of the two variants alone (the scanner stops after two names),
     // so each pair is formatted once per thread: formatting cost the op-stream watch about
     // 3 us an operation on the 2-core CI machine, a lookup costs tens of nanoseconds.
+    with_kind(op, str::to_string)
+}
+
+/// Calls `f` with [`kind_of`]`(op)` without copying it out of the per-thread cache.
+fn with_kind<R>(op: &OperationIr, f: impl FnOnce(&str) -> R) -> R {
     thread_local! {
         static KINDS: std::cell::RefCell<std::collections::HashMap<(std::mem::Discriminant<OperationIr>, u64), String>> = Default::default();
     }
     let key = (std::mem::discriminant(op), inner_variant(op));
-    KINDS.with(|kinds| kinds.borrow_mut().entry(key).or_insert_with(|| kind_of_debug(op)).clone())
+    KINDS.with(|kinds| f(kinds.borrow_mut().entry(key).or_insert_with(|| kind_of_debug(op))))
 }
 
 /// The discriminant of `op`'s inner operation enum, hashed (0 where the payload is a struct,

@@ -240,7 +240,7 @@ pub fn op_stream_fingerprint(ops: &[TracedOp]) -> String {
 /// [`op_stream_fingerprint`] one operation at a time, from each operation's signature line
 /// ([`OpSignature::to_line`], which a caller can format once and keep) and the step-relative
 /// indices it reads. The hashed bytes are the same: one line `<signature> <- [i, j]` per op.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct OpStreamHasher {
     hasher: crate::hash::StableHasher,
     scratch: String,

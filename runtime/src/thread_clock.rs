@@ -4,8 +4,8 @@
 //! time was 17-37 ms for 2-5 ms of its own work, and one CI run failed on it.
 //!
 //! Reading this clock is a system call (0.26 us on the 2-core CI machine; the reading inside a
-//! span counts towards it), so the watch reads it twice per operation only while it judges
-//! (the first steps after a load), never once settled.
+//! span counts towards it), so the watch clocks a random sample of its operations while it
+//! judges (the first steps after a load, [`SampledClock`]) and none once settled.
 use std::time::Duration;
 
 /// A reading of the calling thread's CPU clock.
@@ -41,6 +41,65 @@ impl ThreadClock {
     }
 }
 
+/// Estimates the CPU time of many short spans of work while reading the clock for few of
+/// them. A reading costs about as much as the op-stream watch's work for one operation (a
+/// system call), so clocking every operation doubled what judging cost the program. Spans
+/// started with `always` (judgements, which can take milliseconds) are all clocked; of the
+/// others one in [`SampledClock::EVERY`], chosen at random so that no periodic op stream
+/// aligns with the sample, is clocked and counts `EVERY` times. The part of a reading that
+/// falls inside the span it measures, calibrated at start, is taken off every clocked span.
+pub struct SampledClock {
+    total_ns: f64,
+    reading_ns: f64,
+    random: u64,
+}
+
+/// A started span: `None` when it is not clocked.
+pub struct Span(Option<(ThreadClock, f64)>);
+
+impl SampledClock {
+    pub const EVERY: u64 = 8;
+
+    pub fn new() -> Self {
+        // The least of a few back-to-back pairs: the cost of a reading inside a span, never
+        // more (an overestimate would hide real work).
+        let reading = (0..16).map(|_| ThreadClock::now().elapsed()).min().unwrap_or_default();
+        Self { total_ns: 0.0, reading_ns: reading.as_nanos() as f64, random: 0x9E37_79B9_7F4A_7C15 }
+    }
+
+    pub fn start(&mut self, always: bool) -> Span {
+        // xorshift64: a cheap draw whose low bits carry no period an op stream could share.
+        self.random ^= self.random << 13;
+        self.random ^= self.random >> 7;
+        self.random ^= self.random << 17;
+        if always {
+            Span(Some((ThreadClock::now(), 1.0)))
+        } else if self.random % Self::EVERY == 0 {
+            Span(Some((ThreadClock::now(), Self::EVERY as f64)))
+        } else {
+            Span(None)
+        }
+    }
+
+    pub fn stop(&mut self, span: Span) {
+        if let Span(Some((start, weight))) = span {
+            let ns = start.elapsed().as_nanos() as f64 - self.reading_ns;
+            self.total_ns += weight * ns.max(0.0);
+        }
+    }
+
+    /// The estimated CPU time of every span so far.
+    pub fn total(&self) -> Duration {
+        Duration::from_nanos(self.total_ns as u64)
+    }
+}
+
+impl Default for SampledClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,5 +121,35 @@ mod tests {
         let (worked, waited) = (start.elapsed(), wall.elapsed());
         assert!(worked >= Duration::from_millis(20), "10 s of spinning counted as {worked:?}");
         assert!(worked <= waited + Duration::from_millis(1), "{worked:?} of CPU time in {waited:?}");
+    }
+
+    /// The sampled estimate of many equal spans is near their clocked total, and spans of no
+    /// work count nearly nothing (the readings' own cost is taken off).
+    #[test]
+    fn a_sampled_estimate_tracks_the_work_and_not_the_readings() {
+        let work = |n: u64| {
+            let mut x = 0u64;
+            for i in 0..n {
+                x = std::hint::black_box(x.wrapping_add(i));
+            }
+        };
+        let mut idle = SampledClock::new();
+        for _ in 0..20_000 {
+            let span = idle.start(false);
+            idle.stop(span);
+        }
+        let mut busy = SampledClock::new();
+        let start = ThreadClock::now();
+        for _ in 0..20_000 {
+            let span = busy.start(false);
+            work(2_000);
+            busy.stop(span);
+        }
+        let clocked = start.elapsed();
+        let readings = Duration::from_nanos((20_000.0 * idle.reading_ns) as u64);
+        let (idle, busy) = (idle.total(), busy.total());
+        assert!(idle < readings / 2, "20,000 empty spans estimated at {idle:?}, their readings cost {readings:?}");
+        let ratio = busy.as_secs_f64() / clocked.as_secs_f64();
+        assert!((0.6..=1.3).contains(&ratio), "estimate {busy:?} for {clocked:?} of clocked work");
     }
 }

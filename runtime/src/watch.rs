@@ -25,7 +25,7 @@ use burn_ir::{OperationIr, TensorId};
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use crate::thread_clock::ThreadClock;
+use crate::thread_clock::SampledClock;
 use std::time::Duration;
 
 /// Windows (sync to sync) looked at before giving up on a judgement.
@@ -75,57 +75,73 @@ enum Judgement {
     NoSync(u64),
 }
 
-/// One recorded operation: its signature line (formatted once: a run is fingerprinted at
-/// every alignment judged, up to [`CANDIDATES`] times) and the sequence numbers of the
-/// recorded operations it reads.
-struct Seen {
-    line: String,
-    reads: Vec<u64>,
+/// The operations since one window start, fingerprinted as they arrive (the fingerprint a
+/// tracer started there would compute once the run has a step's length). Only runs no longer
+/// than the longest expected step are kept, so each operation is hashed once per window start
+/// within a step of it (once or twice for a program that syncs once per step) and no
+/// operation is kept.
+struct Run {
+    start: u64,
+    len: usize,
+    hasher: OpStreamHasher,
 }
 
 #[derive(Default)]
 struct Window {
     /// Sync count when the current window began.
     sync: u64,
-    /// Recorded operations, oldest first; `first` is the sequence number of `ops[0]`.
-    ops: VecDeque<Seen>,
-    first: u64,
+    /// Sequence number of the next operation.
+    next: u64,
     producer: HashMap<TensorId, u64>,
-    /// Sequence numbers where windows began (the current one last).
+    /// Sequence numbers where windows began (the current one last), within the last
+    /// `2 * longest + 1` operations.
     starts: VecDeque<u64>,
+    /// Runs from the window starts of the last `longest` operations.
+    runs: Vec<Run>,
     windows: u32,
     candidates: u32,
     /// Fingerprints of the step-sized runs judged so far.
     observed: BTreeSet<String>,
+    /// The signature line of the operation being recorded (one buffer for all of them).
+    line: String,
 }
 
 impl Window {
     fn starting_at(sync: u64) -> Self {
-        Window { sync, starts: [0].into(), ..Window::default() }
+        let mut w = Window { sync, ..Window::default() };
+        w.begin_window();
+        w
     }
 
-    fn next_seq(&self) -> u64 {
-        self.first + self.ops.len() as u64
+    fn begin_window(&mut self) {
+        self.starts.push_back(self.next);
+        self.runs.push(Run { start: self.next, len: 0, hasher: OpStreamHasher::default() });
     }
 
-    /// The fingerprint of operations `start..end` as a traced step (reads outside it dropped,
-    /// as a recorder started at `start` would not have seen them).
-    fn fingerprint(&self, start: u64, end: u64) -> String {
-        let mut fingerprint = OpStreamHasher::default();
-        for seq in start..end {
-            let op = &self.ops[(seq - self.first) as usize];
-            fingerprint.push(&op.line, op.reads.iter().filter(|&&r| r >= start).map(|&r| (r - start) as u32));
+    /// The fingerprint of the `len` operations ending here, when a window began `len`
+    /// operations ago: as a traced step's (reads from before its start dropped, as a recorder
+    /// started there would not have seen them).
+    fn fingerprint(&self, len: usize) -> Option<String> {
+        self.runs.iter().find(|r| r.len == len).map(|r| r.hasher.clone().finish())
+    }
+
+    /// Adds one operation to every run, then drops runs longer than `longest` and window
+    /// starts older than the last `2 * longest + 1` operations.
+    fn push(&mut self, op: &OperationIr, longest: usize) {
+        let seq = self.next;
+        self.next += 1;
+        let reads = crate::recorder::reads_of(op, seq, &mut self.producer);
+        if !self.runs.is_empty() {
+            OpSignature::write_line_of(op, &mut self.line);
+            for run in &mut self.runs {
+                let start = run.start;
+                run.hasher.push(&self.line, reads.iter().filter(|&&r| r >= start).map(|&r| (r - start) as u32));
+                run.len += 1;
+            }
+            self.runs.retain(|r| r.len <= longest);
         }
-        fingerprint.finish()
-    }
-
-    /// Keeps what the next judgements can need: the last `2 * keep` operations.
-    fn trim(&mut self, keep: usize) {
-        while self.ops.len() > 2 * keep + 1 {
-            self.ops.pop_front();
-            self.first += 1;
-        }
-        while self.starts.front().is_some_and(|&s| s < self.first) {
+        let first = self.next.saturating_sub(2 * longest as u64 + 1);
+        while self.starts.front().is_some_and(|&s| s < first) {
             self.starts.pop_front();
         }
     }
@@ -133,7 +149,7 @@ impl Window {
     /// Lengths of the whole windows still held, the one that just ended included (the
     /// program's steady sync pattern once a judgement is made).
     fn lengths(&self) -> BTreeSet<u64> {
-        let ends = self.starts.iter().skip(1).copied().chain([self.next_seq()]);
+        let ends = self.starts.iter().skip(1).copied().chain([self.next]);
         self.starts.iter().zip(ends).map(|(a, b)| b - a).filter(|&n| n > 0).collect()
     }
 }
@@ -158,10 +174,11 @@ struct State {
     /// Window lengths of the program as last settled.
     lengths: BTreeSet<u64>,
     /// CPU time spent judging (recording operations, fingerprinting runs, deciding): the
-    /// check's cost to the program, without time descheduled (`thread_clock`). A settled
-    /// watch's per-operation count (a lock, an atomic load and a counter) is not clocked:
-    /// reading the clock would cost more than the work.
-    busy: Duration,
+    /// check's cost to the program, without time descheduled, every judgement clocked and the
+    /// other operations estimated from a random sample (`thread_clock::SampledClock`). A
+    /// settled watch's per-operation count (a lock, an atomic load and a counter) is not
+    /// clocked: reading the clock would cost more than the work.
+    busy: SampledClock,
     /// What the watch decided, one line per decision, in order.
     events: Vec<String>,
     /// Warnings already printed (a program alternating between two unmatched streams warns once).
@@ -231,7 +248,7 @@ impl OpStreamWatch {
             installed: (mode == Mode::Confirm).then_some(0),
             reopens: 0,
             lengths: BTreeSet::new(),
-            busy: Duration::ZERO,
+            busy: SampledClock::new(),
             events: Vec::new(),
             warned: BTreeSet::new(),
         };
@@ -258,23 +275,21 @@ impl OpStreamWatch {
 
     /// CPU time this observer has spent judging so far (the confirmation's cost to the program).
     pub fn busy(&self) -> Duration {
-        self.lock().busy
+        self.lock().busy.total()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A window ended at `w.next_seq()`: judge the step-sized runs of whole windows ending
+    /// A window ended at `w.next`: judge the step-sized runs of whole windows ending
     /// here, if there are any.
     fn window_ended(&self, w: &mut Window) -> Option<Judgement> {
         w.windows += 1;
-        let end = w.next_seq();
         let lengths: BTreeSet<usize> = self.expected.iter().map(|e| e.ops_per_step).collect();
         for len in lengths {
-            let Some(start) = end.checked_sub(len as u64).filter(|s| w.starts.contains(s) && *s >= w.first) else { continue };
+            let Some(observed) = w.fingerprint(len) else { continue };
             w.candidates += 1;
-            let observed = w.fingerprint(start, end);
             if let Some(i) = self.expected.iter().position(|e| e.ops_per_step == len && e.fingerprint == observed) {
                 return Some(Judgement::Match(i));
             }
@@ -360,13 +375,9 @@ impl OpStreamWatch {
                 return Some(judgement);
             }
             w.sync = sync;
-            let next = w.next_seq();
-            w.starts.push_back(next);
+            w.begin_window();
         }
-        let seq = w.next_seq();
-        let reads = crate::recorder::reads_of(op, seq, &mut w.producer);
-        w.ops.push_back(Seen { line: OpSignature::line_of(op), reads });
-        w.trim(self.longest);
+        w.push(op, self.longest);
         // The current window's start was trimmed away: it holds more than two steps. Not in the
         // first window, which also holds whatever the program did before (building the model).
         (w.starts.is_empty() && w.windows > 0).then(|| Judgement::NoSync(2 * self.longest as u64 + 1))
@@ -396,12 +407,14 @@ impl FusionObserver for OpStreamWatch {
         let s = &mut *guard;
         match &mut s.phase {
             Phase::Judging(w) => {
-                let start = ThreadClock::now();
+                // An operation that ends a window may judge (fingerprints, a decision): always
+                // clocked. Others are one signature line and a hash or two: sampled.
+                let span = s.busy.start(w.sync != burn_fusion::cut::syncs());
                 if let Some(judgement) = self.record(w, op) {
                     let lengths = w.lengths();
                     self.decide(s, judgement, lengths);
                 }
-                s.busy += start.elapsed();
+                s.busy.stop(span);
             }
             Phase::Settled(settled) => {
                 if Self::settled_op(settled) {
