@@ -23,7 +23,7 @@
 #   planrun:<model>:<regime>:<pairs>[:<batch>]
 #                              blazec run without and with the plan $PLAN (default: the plan this call's
 #                              tune stage wrote for <model>.<regime>[.b<batch>], else that file under
-#                              $PLAN_DIR, else the shipped plans/<model>[-b<batch>[s<seq>]].<regime>.h200.ron)
+#                              $PLAN_DIR, else plans/{captured,withdrawn}/<model>[-b<batch>[s<seq>]].<regime>.h200.ron)
 #                              (order alternating), a
 #                              fresh process each, $WIDTH_STEPS timed steps: is the plan applied, does
 #                              its advantage hold in a process of its own
@@ -162,10 +162,15 @@ for stage in ${STAGES:-}; do
       # A fresh machine has no earlier call's plans: $PLAN_DIR (in the checkout) holds them.
       [ -z "${PLAN:-}" ] && [ ! -f "$plan_file" ] && [ -n "${PLAN_DIR:-}" ] && plan_file=$REPO/$PLAN_DIR/$id.ron
       # Shipped plans at a batch of their own are named <model>-b<batch>[s<seq>].<regime>.h200.ron.
-      if [ -z "${PLAN:-}" ] && [ ! -f "$plan_file" ] && [ -n "$bsuffix" ]; then
-        plan_file=$(ls $REPO/plans/$a$bsuffix.$b.h200.ron $REPO/plans/$a${bsuffix}s*.$b.h200.ron 2>/dev/null | head -1)
-      fi
-      [ -z "${PLAN:-}" ] && [ ! -f "$plan_file" ] && plan_file=$REPO/plans/$a.$b.h200.ron
+      # Shipped (plans/captured) first, then withdrawn ones (plans/withdrawn: re-checks).
+      for d in plans/captured plans/withdrawn; do
+        [ -z "${PLAN:-}" ] && [ ! -f "$plan_file" ] || break
+        if [ -n "$bsuffix" ]; then
+          plan_file=$(ls $REPO/$d/$a$bsuffix.$b.h200.ron $REPO/$d/$a${bsuffix}s*.$b.h200.ron 2>/dev/null | head -1)
+        else
+          plan_file=$REPO/$d/$a.$b.h200.ron
+        fi
+      done
       [ -f "$plan_file" ] || { echo "planrun: no plan $plan_file" >> $R/stages.txt; continue; }
       echo "planrun $id: plan ${plan_file#$REPO/}" >> $R/stages.txt
       for rep in $(seq 1 ${count:-3}); do

@@ -10,7 +10,8 @@ Usage: scripts/planrun-summary.py RUN_DIR [RUN_DIR ...]
 Per workload: whether every plan process printed `plan: applied`, the executed partitions of
 each arm, each process's floor (10th percentile of its timed steps, see floorstat.py) and
 median, the ratio plan / Burn of the medians of the floors and of the medians, and the ratio of
-each alternating pair's floors. `advantage holds` needs every pair's floor ratio below 1 (with
+each alternating pair's floors. `advantage holds` needs every pair's floor ratio below 1 and, to
+ship, at least three pairs (with
 three pairs, a sign test at one-sided p = 1/8; with two, 1/4: a small sample, said as such).
 """
 import glob, os, re, statistics, sys
@@ -61,6 +62,9 @@ def summarise(key, arms):
     pair_ratios = [floor_of(plan[r]) / floor_of(burn[r]) for r in pairs]
     applied = all(plan[r]["plan"].startswith("applied") for r in pairs)
     holds = "yes" if all(x < 1 for x in pair_ratios) else ("no" if all(x >= 1 for x in pair_ratios) else "mixed")
+    # The shipping rule (plans/README.md): faster in every one of at least three pairs.
+    if holds == "yes" and len(pairs) < 3:
+        holds = "too few pairs to ship"
     shape = f"{regime}" + (f", batch {batch}" if batch else "")
     parts = lambda arm: ", ".join(sorted({partition_text(arm[r]) for r in pairs}))
     return (f"| {model} | {shape} | {'yes' if applied else 'NO: ' + plan[pairs[0]]['plan']} | {parts(burn)} | {parts(plan)} | "

@@ -134,13 +134,13 @@ fn a_bundle_ships_autotune_decisions_and_a_fresh_cache_imports_them() {
 }
 
 /// `blazec bundle`: plan files a user already has go into one bundle, each replacing the entry
-/// of its key; a bad file among them leaves the bundle as it was. (The shipped H200 plans: no
-/// device is needed.)
+/// of its key; a bad file among them leaves the bundle as it was. (Plan files of H200
+/// campaigns: no device is needed.)
 #[test]
 fn bundle_adds_plan_files_validating_each_first() {
     let dir = scratch("bundle-add");
     let path = dir.join("model.blaze");
-    let plans = env!("CARGO_MANIFEST_DIR").to_string() + "/../plans/";
+    let plans = env!("CARGO_MANIFEST_DIR").to_string() + "/../plans/withdrawn/";
     let (training, forward) = (plans.clone() + "attention-d257.training.h200.ron", plans + "attention-d257.forward.h200.ron");
     let out = String::from_utf8_lossy(&ok(&["bundle", path.to_str().unwrap(), &training, &forward]).stdout).into_owned();
     assert_eq!(out.matches(": added the entry for attention-d257").count(), 2, "{out}");
