@@ -505,7 +505,7 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             };
             if burn_first > 0 {
                 let mut other = factory.build(model.regime).map_err(anyhow::Error::msg)?;
-                crate::session::warm_up(other.as_mut(), burn_first);
+                crate::drive::warm_up(other.as_mut(), burn_first);
             }
             let probe = crate::tune::verify::probe_steps(factory.as_ref(), model.regime, &candidate, false, steps).map_err(anyhow::Error::msg)?;
             crate::files::write_atomic(&output, &crate::files::to_ron(&probe))?;

@@ -3,7 +3,7 @@
 //! that executed differently are a false merge (a bug in a rule).
 use crate::candidate::Candidate;
 use crate::canon::Canonical;
-use crate::session::{record_step, warm_up};
+use crate::drive::{record_step, warm_up};
 use blaze_ir::ExecutedPartition;
 use blaze_runtime::{Model, activate_burn_default, activate_with};
 use std::collections::BTreeMap;

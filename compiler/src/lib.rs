@@ -33,7 +33,7 @@ pub mod doctor;
 pub mod run;
 pub mod runner;
 pub mod serve;
-pub mod session;
+pub mod drive;
 pub mod space;
 pub mod tracing;
 pub mod tune;

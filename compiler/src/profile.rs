@@ -10,7 +10,7 @@
 //! a step whose block count differs is not used.
 use crate::candidate::Candidate;
 use crate::confirm::install;
-use crate::session::{Settle, record_step, settle, warm_up};
+use crate::drive::{Settle, record_step, settle, warm_up};
 use blaze_ir::plan::Regime;
 use blaze_burn::DeviceBlockTimer;
 use blaze_runtime::{BlockTimer, ModelFactory, activate_burn_default};
@@ -103,7 +103,7 @@ pub fn profile_arm(factory: &dyn ModelFactory, regime: Regime, candidate: &Candi
     let mut model = factory.build(regime).map_err(anyhow::Error::msg)?;
     install(candidate);
     warm_up(model.as_mut(), 3);
-    settle(model.as_mut(), Settle::For(crate::session::SETTLE));
+    settle(model.as_mut(), Settle::For(crate::drive::SETTLE));
     let (recorded, _) = record_step(model.as_mut(), false);
     let blocks = &recorded.partition.blocks;
     let mut per_block: Vec<Vec<f64>> = vec![Vec::new(); blocks.len()];

@@ -91,7 +91,7 @@ pub fn race_check(resolve: &Resolver, args: &RaceCheckArgs) -> anyhow::Result<()
     let mut model = factory.build(args.model.regime).map_err(anyhow::Error::msg)?;
     // Cold cost: compilation, autotune (unless the pinned cache already holds the decisions)
     // and exploration of Burn's plan, untimed by the races.
-    let warmup_s = crate::session::warm_up(model.as_mut(), args.warmup);
+    let warmup_s = crate::drive::warm_up(model.as_mut(), args.warmup);
     let (burn, twin) = (Candidate::new(0, vec![]), Candidate::new(1, vec![]));
     let rules = args.race.rules();
     let mut check = RaceCheck {

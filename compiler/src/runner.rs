@@ -1,7 +1,7 @@
 //! A run of a model: warm-up, the op-stream check of a loaded plan or bundle, timed steps and
 //! one recorded step, reported as a `RunReport` (`blazec run`, `demo`, and the child processes
 //! of `bench` and `tune` all use it).
-use crate::session::{Settle, record_step, timed_step};
+use crate::drive::{Settle, record_step, timed_step};
 use blaze_ir::{Contract, ExecutedPartition, trace::op_stream_fingerprint};
 use blaze_runtime::watch::OpStreamCheck;
 use blaze_runtime::{BundleHandle, LoadOutcome, Model};
@@ -128,14 +128,14 @@ pub fn run_loaded(model: &mut dyn Model, loaded: Option<Loaded>, warmup: u32, se
     let mut warmup_ms = Vec::new();
     for _ in 0..warmup {
         let start = std::time::Instant::now();
-        losses.extend(crate::session::settle(model, Settle::Steps(1)));
+        losses.extend(crate::drive::settle(model, Settle::Steps(1)));
         warmup_ms.push(start.elapsed().as_secs_f64() * 1e3);
     }
     let (first, out) = record_step(model, false);
     losses.push(out.loss);
     let op_stream = op_stream_fingerprint(&first.traced_ops());
     let calls = || loaded.and_then(|l| l.policy()).map_or(0, |p| p.calls());
-    let settled = crate::session::settle(model, settle);
+    let settled = crate::drive::settle(model, settle);
     let settle_steps = settled.len();
     losses.extend(settled);
     let calls_before = calls();

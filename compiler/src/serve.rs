@@ -15,7 +15,7 @@
 //! with exit 1 and one `error:` line: the arm would not be what it claims to be.
 use crate::catalog::{ModelArgs, Resolver, resolve_model};
 use crate::runner::contract_of;
-use crate::session::{Settle, settle};
+use crate::drive::{Settle, settle};
 use crate::tune::measure::{median_step_ms, visit_block};
 use blaze_runtime::watch::OpStreamCheck;
 use blaze_runtime::{LoadOutcome, load_plan, preset_submission_batch};

@@ -1,5 +1,5 @@
 //! `blazec trace`: capture one steady-state step of a model into a `Trace`.
-use crate::session::{record_step, warm_up};
+use crate::drive::{record_step, warm_up};
 use blaze_ir::{
     BoundaryId, Trace,
     plan::Regime,

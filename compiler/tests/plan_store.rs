@@ -7,7 +7,7 @@
 //! time step) ran the width-8 plan file slower than the same width set in burn.toml, for the
 //! same executed partition (results/h200/2026-12-03-s15); the plan's store then held one plan
 //! per position. One test: the fuser's policy is process-wide.
-use blaze_compiler::session::{record_step, warm_up};
+use blaze_compiler::drive::{record_step, warm_up};
 use blaze_ir::BoundaryId;
 use blaze_ir::plan::{PlanStore, Regime, Settings};
 use blaze_runtime::{activate_burn_default, activate_explore_probe_with, activate_with};

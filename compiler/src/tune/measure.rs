@@ -9,7 +9,7 @@
 use super::race::{Entrant, Race, RaceRules, Visitor, race};
 use crate::candidate::Candidate;
 use crate::confirm::install;
-use crate::session::{Settle, SETTLE, settle, timed_step};
+use crate::drive::{Settle, SETTLE, settle, timed_step};
 use blaze_runtime::{Model, Recording, activate_burn_default};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -143,7 +143,7 @@ impl Visitor for DeviceVisitor<'_> {
 /// (explored, compiled) for [`crate::confirm::CONFIRM_WARMUP`] steps.
 fn record_candidate(model: &mut dyn Model, candidate: &Candidate) -> Result<Box<dyn Recording>, String> {
     install(candidate);
-    crate::session::warm_up(model, crate::confirm::CONFIRM_WARMUP);
+    crate::drive::warm_up(model, crate::confirm::CONFIRM_WARMUP);
     blaze_runtime::captured::record_on(model)
 }
 

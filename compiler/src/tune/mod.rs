@@ -444,10 +444,10 @@ fn greedy_candidates(model: &mut dyn blaze_runtime::Model, units: &[Vec<blaze_ir
             .chain(challengers.iter().enumerate().map(|(i, c)| Candidate::new(i + 1, c.clone())))
             .collect();
         let refs: Vec<&Candidate> = all.iter().collect();
-        crate::session::warm_up(model, 0);
+        crate::drive::warm_up(model, 0);
         for c in &refs {
             crate::confirm::install(c);
-            crate::session::warm_up(model, crate::confirm::CONFIRM_WARMUP);
+            crate::drive::warm_up(model, crate::confirm::CONFIRM_WARMUP);
         }
         let (race, _, _) = measure::race_on_device(model, &refs, |_| true, rules, None, |_, _| {}).ok()?;
         race.winners().first().map(|w| w.id - 1)

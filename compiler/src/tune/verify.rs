@@ -2,7 +2,7 @@
 //! instances, and compare what came back (the seed's four outcomes).
 use crate::candidate::Candidate;
 use crate::confirm::install;
-use crate::session::record_step;
+use crate::drive::record_step;
 use blaze_ir::plan::Regime;
 use blaze_runtime::{ModelFactory, activate_burn_default};
 use serde::{Deserialize, Serialize};
