@@ -80,7 +80,9 @@ pub fn run(resolve: &Resolver, args: &RunArgs) -> anyhow::Result<()> {
         println!("execution: {execution} ({} replays){}", report.replays, report.recording.map_or(String::new(), |m| format!("; {}", describe_memory(&m))));
     }
     if let (Some(load), Some(check)) = (report.plan_load_ms, report.op_stream_check_ms) {
-        println!("plan load {load:.3} ms; automatic op-stream check {check:.3} ms (CPU time of the program's threads)");
+        let per_op = |n: usize| if n > 0 { format!("{:.2} us", check * 1e3 / n as f64) } else { "–".into() };
+        let judged = report.op_stream_check_ops.unwrap_or(0) as usize;
+        println!("plan load {load:.3} ms; automatic op-stream check {check:.3} ms over {judged} operations judged ({} per operation of the step, {} per operation judged; CPU time of the program's threads)", per_op(report.ops), per_op(judged));
     }
     println!("warm-up step ms: {:?}", report.warmup_ms.iter().map(|t| t.round()).collect::<Vec<_>>());
     println!("losses: {:?}", report.losses);

@@ -36,6 +36,9 @@ pub struct RunReport {
     pub plan_load_ms: Option<f64>,
     #[serde(default)]
     pub op_stream_check_ms: Option<f64>,
+    /// Operations the op-stream check recorded while judging (absent before 2026-12-04).
+    #[serde(default)]
+    pub op_stream_check_ops: Option<u64>,
     /// Wall time of each warm-up step (the first holds compilation and autotune), ms.
     #[serde(default)]
     pub warmup_ms: Vec<f64>,
@@ -112,12 +115,13 @@ impl Loaded<'_> {
         }
     }
 
-    fn costs(&self) -> Option<(f64, f64)> {
+    /// Load time, check time (ms) and the operations the check judged.
+    fn costs(&self) -> Option<(f64, f64, u64)> {
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
         match self {
-            Loaded::Plan(LoadOutcome::Applied(h)) => Some((ms(h.load_time), ms(h.watch_time()))),
+            Loaded::Plan(LoadOutcome::Applied(h)) => Some((ms(h.load_time), ms(h.watch_time()), h.watch_ops())),
             Loaded::Plan(_) => None,
-            Loaded::Bundle(b) => Some((ms(b.load_time), ms(b.watch_time()))),
+            Loaded::Bundle(b) => Some((ms(b.load_time), ms(b.watch_time()), b.watch_ops())),
         }
     }
 }
@@ -165,6 +169,7 @@ pub fn run_loaded(model: &mut dyn Model, loaded: Option<Loaded>, warmup: u32, se
         hook_calls_after_warmup: calls().saturating_sub(calls_before),
         plan_load_ms: costs.map(|c| c.0),
         op_stream_check_ms: costs.map(|c| c.1),
+        op_stream_check_ops: costs.map(|c| c.2),
         warmup_ms,
         execution: None,
         replays: 0,

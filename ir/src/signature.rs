@@ -43,7 +43,12 @@ impl OpSignature {
         line.clear();
         with_kind(op, |kind| line.push_str(kind));
         let nodes = op.nodes();
-        append_line(line, &DtypeOf(nodes.first().copied()), nodes.iter().map(|n| &n.shape[..]));
+        line.push(' ');
+        if let Some(first) = nodes.first() {
+            with_dtype(first.dtype, |dtype| line.push_str(dtype));
+        }
+        line.push(' ');
+        append_shapes(line, nodes.iter().map(|n| &n.shape[..]));
     }
 
     /// Whether no fuser of Burn 0.22.1 ever takes this operation into a fused block
@@ -66,28 +71,44 @@ fn write_line<'a>(mut line: String, dtype: &dyn std::fmt::Display, shapes: impl 
     line
 }
 
-/// [`write_line`] appending to `line`, which holds the kind.
+/// [`write_line`] appending to `line`, which holds the kind. Digits are written by hand: the
+/// formatting machinery cost the op-stream watch most of its time per operation.
 fn append_line<'a>(line: &mut String, dtype: &dyn std::fmt::Display, shapes: impl Iterator<Item = &'a [usize]>) {
     use std::fmt::Write;
     let _ = write!(line, " {dtype} ");
+    append_shapes(line, shapes);
+}
+
+/// ` [d,d] [d]` after the dtype, trailing spaces trimmed.
+fn append_shapes<'a>(line: &mut String, shapes: impl Iterator<Item = &'a [usize]>) {
     for (k, shape) in shapes.enumerate() {
         line.push_str(if k == 0 { "[" } else { " [" });
-        for (j, d) in shape.iter().enumerate() {
-            let _ = if j == 0 { write!(line, "{d}") } else { write!(line, ",{d}") };
+        for (j, &d) in shape.iter().enumerate() {
+            if j > 0 {
+                line.push(',');
+            }
+            push_decimal(line, d);
         }
         line.push(']');
     }
     line.truncate(line.trim_end().len());
 }
 
-/// A tensor's dtype as its Debug form (`F32`), nothing without a tensor.
-struct DtypeOf<'a>(Option<&'a burn_ir::TensorIr>);
-
-impl std::fmt::Display for DtypeOf<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.map_or(Ok(()), |t| write!(f, "{:?}", t.dtype))
+/// Appends `n` in decimal, as `{n}` would.
+fn push_decimal(line: &mut String, mut n: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
     }
+    line.push_str(std::str::from_utf8(&digits[at..]).expect("ASCII digits"));
 }
+
 
 /// `NumericFloat/Add`: the outer and inner variant names of `op`'s Debug form.
 pub fn kind_of(op: &OperationIr) -> String {
@@ -95,6 +116,25 @@ pub fn kind_of(op: &OperationIr) -> String {
     // so each pair is formatted once per thread: formatting cost the op-stream watch about
     // 3 us an operation on the 2-core CI machine, a lookup costs tens of nanoseconds.
     with_kind(op, str::to_string)
+}
+
+/// Calls `f` with `dtype`'s Debug form (`F32`), formatted once per thread (a program holds a
+/// handful of dtypes: a linear scan finds them).
+fn with_dtype<D: std::fmt::Debug + PartialEq + Copy + 'static, R>(dtype: D, f: impl FnOnce(&str) -> R) -> R {
+    thread_local! {
+        static DTYPES: std::cell::RefCell<Vec<(Box<dyn std::any::Any>, String)>> = Default::default();
+    }
+    DTYPES.with(|d| {
+        let mut known = d.borrow_mut();
+        let at = match known.iter().position(|(k, _)| k.downcast_ref::<D>() == Some(&dtype)) {
+            Some(at) => at,
+            None => {
+                known.push((Box::new(dtype), format!("{dtype:?}")));
+                known.len() - 1
+            }
+        };
+        f(&known[at].1)
+    })
 }
 
 /// Calls `f` with [`kind_of`]`(op)` without copying it out of the per-thread cache.

@@ -56,6 +56,11 @@ impl BundleHandle {
     pub fn watch_time(&self) -> Duration {
         self.watch.as_ref().map(|w| w.watch.busy()).unwrap_or_default()
     }
+
+    /// Operations the watch recorded while judging.
+    pub fn watch_ops(&self) -> u64 {
+        self.watch.as_ref().map(|w| w.watch.judged()).unwrap_or_default()
+    }
 }
 
 /// Reads the bundle (or plan file) at `path` and starts installing the entry that fits this

@@ -43,6 +43,11 @@ impl PlanHandle {
         self.watch.watch.busy()
     }
 
+    /// Operations the automatic check recorded while judging.
+    pub fn watch_ops(&self) -> u64 {
+        self.watch.watch.judged()
+    }
+
     /// Checks the op stream the program actually ran (fingerprint of a steady-state step)
     /// against the plan's contract. On a mismatch the plan is withdrawn (Burn's own plan from
     /// the next sync) with one warning, and the reason is returned.

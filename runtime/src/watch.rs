@@ -107,10 +107,12 @@ struct Window {
 }
 
 impl Window {
+    /// The window the watch starts in: no run begins at its start, which is where the watch
+    /// was installed, not a sync. A plan's step begins after a sync (`step_boundary`), so
+    /// nothing it can match is lost; what the program does before its first sync (building the
+    /// model, often as many operations as a step) is counted, not fingerprinted.
     fn starting_at(sync: u64) -> Self {
-        let mut w = Window { sync, ..Window::default() };
-        w.begin_window();
-        w
+        Window { sync, starts: [0].into(), ..Window::default() }
     }
 
     fn begin_window(&mut self) {
@@ -130,8 +132,10 @@ impl Window {
     fn push(&mut self, op: &OperationIr, longest: usize) {
         let seq = self.next;
         self.next += 1;
-        let reads = crate::recorder::reads_of(op, seq, &mut self.producer);
+        // Without a run, nothing is fingerprinted: a later run starts after this operation and
+        // drops reads of what it produced anyway.
         if !self.runs.is_empty() {
+            let reads = crate::recorder::reads_of(op, seq, &mut self.producer);
             OpSignature::write_line_of(op, &mut self.line);
             for run in &mut self.runs {
                 let start = run.start;
@@ -179,6 +183,8 @@ struct State {
     /// settled watch's per-operation count (a lock, an atomic load and a counter) is not
     /// clocked: reading the clock would cost more than the work.
     busy: SampledClock,
+    /// Operations recorded while judging (what `busy` was spent on).
+    judged: u64,
     /// What the watch decided, one line per decision, in order.
     events: Vec<String>,
     /// Warnings already printed (a program alternating between two unmatched streams warns once).
@@ -249,6 +255,7 @@ impl OpStreamWatch {
             reopens: 0,
             lengths: BTreeSet::new(),
             busy: SampledClock::new(),
+            judged: 0,
             events: Vec::new(),
             warned: BTreeSet::new(),
         };
@@ -276,6 +283,11 @@ impl OpStreamWatch {
     /// CPU time this observer has spent judging so far (the confirmation's cost to the program).
     pub fn busy(&self) -> Duration {
         self.lock().busy.total()
+    }
+
+    /// Operations recorded while judging so far (the check's cost is spent on these).
+    pub fn judged(&self) -> u64 {
+        self.lock().judged
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -410,6 +422,7 @@ impl FusionObserver for OpStreamWatch {
                 // An operation that ends a window may judge (fingerprints, a decision): always
                 // clocked. Others are one signature line and a hash or two: sampled.
                 let span = s.busy.start(w.sync != burn_fusion::cut::syncs());
+                s.judged += 1;
                 if let Some(judgement) = self.record(w, op) {
                     let lengths = w.lengths();
                     self.decide(s, judgement, lengths);
