@@ -1,15 +1,14 @@
-//! The plans shipped under `plans/` are public files: each must read and validate under the
-//! current format, sit beside the tune report it came from, name the model and regime its file
-//! name says, and change something (a plan equal to Burn's own is not worth shipping).
+//! The plans under `plans/` are public files. Shipped ones (`plans/captured/`) and withdrawn
+//! ones (`plans/withdrawn/`, kept for re-checks) must each read and validate under the current
+//! format, sit beside the tune report it came from, name the model and regime its file name
+//! says, and change something (a plan equal to Burn's own is not worth shipping).
 use blaze_ir::PlanFile;
+use std::path::Path;
 
-#[test]
-fn every_shipped_plan_reads_validates_and_has_its_report() {
-    // This checkout's plans (cargo runs a test in its package's directory; a compile-time path
-    // can name another checkout when two share a target directory).
-    let dir = std::env::current_dir().unwrap().join("../plans");
+/// Checks every `<model>.<regime>.h200.ron` in `dir` and returns how many there were.
+fn check_plans_in(dir: &Path) -> usize {
     let mut seen = 0;
-    for entry in std::fs::read_dir(&dir).unwrap() {
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let Some(stem) = name.strip_suffix(".h200.ron") else { continue };
@@ -21,8 +20,25 @@ fn every_shipped_plan_reads_validates_and_has_its_report() {
         assert!(!plan.cuts.is_empty() || !plan.settings.is_default(), "{name}: Burn's own plan");
         let report = dir.join(format!("{stem}.h200.report.md"));
         let text = std::fs::read_to_string(&report).unwrap_or_else(|e| panic!("{}: {e}", report.display()));
-        assert!(text.contains("**Selected:**") && text.contains("verified") , "{}: a tune report with its selection and verification", report.display());
+        assert!(
+            text.contains("**Selected:**") && text.contains("verified"),
+            "{}: a tune report with its selection and verification",
+            report.display()
+        );
         seen += 1;
     }
-    assert!(seen >= 8, "{seen} shipped plans");
+    seen
+}
+
+#[test]
+fn every_shipped_and_withdrawn_plan_reads_validates_and_has_its_report() {
+    // This checkout's plans (cargo runs a test in its package's directory; a compile-time path
+    // can name another checkout when two share a target directory).
+    let plans = std::env::current_dir().unwrap().join("../plans");
+    let shipped = check_plans_in(&plans.join("captured"));
+    let withdrawn = check_plans_in(&plans.join("withdrawn"));
+    assert!(shipped >= 11, "{shipped} shipped plans");
+    assert!(withdrawn >= 11, "{withdrawn} withdrawn plans");
+    // Nothing ships from the top of plans/: a plan there would escape the shipping rule.
+    assert_eq!(check_plans_in(&plans), 0, "plans/ holds plans outside captured/ and withdrawn/");
 }
