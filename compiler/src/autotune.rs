@@ -10,20 +10,28 @@ use std::path::{Path, PathBuf};
 /// `device`; the file goes to `<bundle>.autotune/<device>.cubecl` and is added to (or replaces
 /// this device's file in) the bundle, which must already exist.
 pub fn add_to_bundle(bundle: &Path, cache_root: &Path, device: &DeviceInfo) -> anyhow::Result<AutotuneFile> {
-    let mut held = blaze_ir::Bundle::read(bundle).with_context(|| format!("--bundle {}: not a bundle this blazec can extend", bundle.display()))?;
+    let mut held = blaze_ir::Bundle::read(bundle)
+        .with_context(|| format!("--bundle {}: not a bundle this blazec can extend", bundle.display()))?;
     let name = bundle.file_name().context("the bundle path has no file name")?.to_string_lossy().into_owned();
     let rel = format!("{name}.autotune/{}.cubecl", slug(device));
     let dir = bundle.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let out = dir.join(&rel);
-    std::fs::create_dir_all(out.parent().expect("has a parent")).with_context(|| format!("cannot create {}", out.display()))?;
+    std::fs::create_dir_all(out.parent().expect("has a parent"))
+        .with_context(|| format!("cannot create {}", out.display()))?;
     let options = cubecl::bundle::ExportOptions {
         name: format!("blaze: {} ({}, {})", device.adapter, device.backend, device.compiler),
         namespaces: vec!["autotune".into()],
         format: cubecl::bundle::BundleFormat::Sqlite,
         ..Default::default()
     };
-    cubecl::bundle::export(&[cache_root], &out, &options).map_err(|e| anyhow::anyhow!("cannot export the autotune decisions of {}: {e}", cache_root.display()))?;
-    let file = AutotuneFile { device: device.clone(), burn_version: blaze_runtime::BURN_VERSION.into(), file: rel, decisions: count(&out)? };
+    cubecl::bundle::export(&[cache_root], &out, &options)
+        .map_err(|e| anyhow::anyhow!("cannot export the autotune decisions of {}: {e}", cache_root.display()))?;
+    let file = AutotuneFile {
+        device: device.clone(),
+        burn_version: blaze_runtime::BURN_VERSION.into(),
+        file: rel,
+        decisions: count(&out)?,
+    };
     held.upsert_autotune(file.clone());
     crate::files::write_atomic(bundle, &held.to_ron())?;
     Ok(file)
@@ -42,7 +50,8 @@ fn count(file: &Path) -> anyhow::Result<usize> {
 /// A file-name-safe name for a device.
 fn slug(device: &DeviceInfo) -> String {
     let raw = format!("{}-{}-{}", device.adapter, device.backend, device.compiler);
-    let mut out: String = raw.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
+    let mut out: String =
+        raw.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
     while out.contains("--") {
         out = out.replace("--", "-");
     }
@@ -88,7 +97,11 @@ fn root_cubecl_at(dir: PathBuf) {
 mod tests {
     #[test]
     fn device_names_become_safe_file_names() {
-        let d = blaze_ir::plan::DeviceInfo { adapter: "llvmpipe (LLVM 15.0.6, 256 bits)".into(), backend: "vulkan".into(), compiler: "wgsl".into() };
+        let d = blaze_ir::plan::DeviceInfo {
+            adapter: "llvmpipe (LLVM 15.0.6, 256 bits)".into(),
+            backend: "vulkan".into(),
+            compiler: "wgsl".into(),
+        };
         assert_eq!(super::slug(&d), "llvmpipe-llvm-15-0-6-256-bits-vulkan-wgsl");
     }
 }

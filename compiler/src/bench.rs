@@ -3,9 +3,9 @@
 //! `blazec bench --table FILE..` prints the table of earlier results files (a campaign split over
 //! several GPU calls) without running anything.
 use crate::child::ChildRun;
-use blaze_ir::plan::DeviceInfo;
 use crate::files::{to_ron, write_atomic};
 use crate::tune::stats::{PROTOCOL, Summary};
+use blaze_ir::plan::DeviceInfo;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -64,7 +64,9 @@ impl BenchFile {
     /// form (`DeviceInfo { .. }`); it is rewritten as a RON struct so they stay readable.
     pub fn read(path: &Path) -> anyhow::Result<BenchFile> {
         use anyhow::Context;
-        let text = blaze_ir::file::read_text(path).map_err(anyhow::Error::msg).with_context(|| format!("cannot read {}", path.display()))?;
+        let text = blaze_ir::file::read_text(path)
+            .map_err(anyhow::Error::msg)
+            .with_context(|| format!("cannot read {}", path.display()))?;
         let text = legacy_device_to_ron(&text);
         ron::from_str(&text).with_context(|| format!("{} is not a blazec bench results file", path.display()))
     }
@@ -72,7 +74,9 @@ impl BenchFile {
 
 fn legacy_device_to_ron(text: &str) -> String {
     match (text.find("DeviceInfo {"), text.find("}, commit:")) {
-        (Some(a), Some(b)) if a < b => format!("{}({}){}", &text[..a], text[a + "DeviceInfo {".len()..b].trim(), &text[b + 1..]),
+        (Some(a), Some(b)) if a < b => {
+            format!("{}({}){}", &text[..a], text[a + "DeviceInfo {".len()..b].trim(), &text[b + 1..])
+        }
         _ => text.to_string(),
     }
 }
@@ -110,7 +114,15 @@ pub fn table(paths: &[PathBuf]) -> anyhow::Result<()> {
     let mut files = Vec::new();
     for path in paths {
         let file = BenchFile::read(path)?;
-        println!("{}: {} on {} ({}), commit {}, {}", path.display(), file.rows.len(), file.device.adapter, file.device.compiler, file.commit, file.date);
+        println!(
+            "{}: {} on {} ({}), commit {}, {}",
+            path.display(),
+            file.rows.len(),
+            file.device.adapter,
+            file.device.compiler,
+            file.commit,
+            file.date
+        );
         files.push(file);
     }
     let rows = merge(files);
@@ -143,7 +155,11 @@ fn print_table(names: &[String], rows: &[BenchRow]) {
     for name in names {
         for regime in ["forward", "training"] {
             let cell = |setting: &str| {
-                let samples: Vec<f64> = rows.iter().filter(|r| &r.model == name && r.regime == regime && r.setting == setting).flat_map(|r| r.samples.clone()).collect();
+                let samples: Vec<f64> = rows
+                    .iter()
+                    .filter(|r| &r.model == name && r.regime == regime && r.setting == setting)
+                    .flat_map(|r| r.samples.clone())
+                    .collect();
                 if samples.is_empty() {
                     return "failed".to_string();
                 }
@@ -166,7 +182,14 @@ fn child(name: &str, regime: &str, setting: &str, args: &BenchArgs) -> BenchRow 
         fusion_off: setting == "fusion-off",
         timeout: Duration::from_secs(args.timeout),
     };
-    let row = |summary, samples, error| BenchRow { model: name.into(), regime: regime.into(), setting: setting.into(), summary, samples, error };
+    let row = |summary, samples, error| BenchRow {
+        model: name.into(),
+        regime: regime.into(),
+        setting: setting.into(),
+        summary,
+        samples,
+        error,
+    };
     match run.run() {
         Ok(r) => row(Some(Summary::of(&r.step_ms)), r.step_ms, None),
         Err(e) => row(None, vec![], Some(e)),
@@ -181,7 +204,9 @@ mod tests {
 
     #[test]
     fn reads_files_with_the_legacy_debug_device_header() {
-        let legacy = format!(r#"(protocol: "p", device: DeviceInfo {{ adapter: "NVIDIA H200", backend: "vulkan", compiler: "spirv" }}, commit: "d8526bab847a", date: "d", rows: [{ROW}])"#);
+        let legacy = format!(
+            r#"(protocol: "p", device: DeviceInfo {{ adapter: "NVIDIA H200", backend: "vulkan", compiler: "spirv" }}, commit: "d8526bab847a", date: "d", rows: [{ROW}])"#
+        );
         let path = std::env::temp_dir().join(format!("blaze-bench-legacy-{}.ron", std::process::id()));
         std::fs::write(&path, legacy).unwrap();
         let file = BenchFile::read(&path).unwrap();
@@ -191,15 +216,29 @@ mod tests {
     }
 
     fn file(rows: &[(&str, f64)]) -> BenchFile {
-        let row = |(setting, ms): &(&str, f64)| BenchRow { model: "m".into(), regime: "forward".into(), setting: setting.to_string(), summary: None, samples: vec![*ms], error: None };
-        BenchFile { protocol: String::new(), device: DeviceInfo { adapter: String::new(), backend: String::new(), compiler: String::new() }, commit: String::new(), date: String::new(), rows: rows.iter().map(row).collect() }
+        let row = |(setting, ms): &(&str, f64)| BenchRow {
+            model: "m".into(),
+            regime: "forward".into(),
+            setting: setting.to_string(),
+            summary: None,
+            samples: vec![*ms],
+            error: None,
+        };
+        BenchFile {
+            protocol: String::new(),
+            device: DeviceInfo { adapter: String::new(), backend: String::new(), compiler: String::new() },
+            commit: String::new(),
+            date: String::new(),
+            rows: rows.iter().map(row).collect(),
+        }
     }
 
     #[test]
     fn later_files_replace_cells_and_repeats_within_a_file_stay() {
         let first = file(&[("default", 1.0), ("default", 2.0), ("fusion-off", 3.0)]);
         let second = file(&[("default", 4.0), ("default", 5.0)]);
-        let samples: Vec<(String, f64)> = merge(vec![first, second]).into_iter().map(|r| (r.setting, r.samples[0])).collect();
+        let samples: Vec<(String, f64)> =
+            merge(vec![first, second]).into_iter().map(|r| (r.setting, r.samples[0])).collect();
         assert_eq!(samples, [("fusion-off".into(), 3.0), ("default".into(), 4.0), ("default".into(), 5.0)]);
     }
 

@@ -70,7 +70,11 @@ impl Candidate {
 
     pub fn from_text(line: &str) -> Result<Self, String> {
         let (id, rest) = line.split_once(':').ok_or_else(|| format!("`{line}`: expected `c<N>: <cuts>`"))?;
-        let id = id.trim().strip_prefix('c').and_then(|n| n.parse().ok()).ok_or_else(|| format!("`{id}` is not a candidate id"))?;
+        let id = id
+            .trim()
+            .strip_prefix('c')
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| format!("`{id}` is not a candidate id"))?;
         let rest = rest.trim();
         if rest == "burn" {
             return Ok(Self::new(id, vec![]));

@@ -38,7 +38,8 @@ pub fn resolve_model(resolve: &Resolver, args: &ModelArgs) -> anyhow::Result<Box
 }
 
 pub fn read_trace(path: &std::path::Path) -> anyhow::Result<blaze_ir::Trace> {
-    let text = blaze_ir::file::read_text(path).map_err(|e| anyhow::anyhow!("cannot read trace {}: {e}", path.display()))?;
+    let text =
+        blaze_ir::file::read_text(path).map_err(|e| anyhow::anyhow!("cannot read trace {}: {e}", path.display()))?;
     blaze_ir::Trace::from_ron(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 

@@ -13,8 +13,19 @@ pub struct Row {
 }
 
 /// Checks every entry (only those of `model`, when given). `this_device` is the machine's.
-pub fn check(bundle: &Bundle, model: Option<&str>, this_device: &DeviceInfo, resolve: &Resolver, progress: &mut dyn FnMut(&str)) -> Vec<Row> {
-    let chosen = bundle.entries.iter().filter(|p| model.is_none_or(|m| p.contract.model == m || crate::catalog::split_shape_suffix(&p.contract.model).is_some_and(|(base, _, _)| base == m)));
+pub fn check(
+    bundle: &Bundle,
+    model: Option<&str>,
+    this_device: &DeviceInfo,
+    resolve: &Resolver,
+    progress: &mut dyn FnMut(&str),
+) -> Vec<Row> {
+    let chosen = bundle.entries.iter().filter(|p| {
+        model.is_none_or(|m| {
+            p.contract.model == m
+                || crate::catalog::split_shape_suffix(&p.contract.model).is_some_and(|(base, _, _)| base == m)
+        })
+    });
     chosen
         .map(|plan| {
             let entry = EntryKey::of(&plan.contract).to_string();
@@ -27,13 +38,17 @@ pub fn check(bundle: &Bundle, model: Option<&str>, this_device: &DeviceInfo, res
 fn check_entry(plan: &PlanFile, this_device: &DeviceInfo, resolve: &Resolver) -> Result<(), String> {
     let c = &plan.contract;
     if c.device.adapter != this_device.adapter || c.device.compiler != this_device.compiler {
-        return Err(format!("another device: made on `{}` ({}), this machine has `{}` ({})", c.device.adapter, c.device.compiler, this_device.adapter, this_device.compiler));
+        return Err(format!(
+            "another device: made on `{}` ({}), this machine has `{}` ({})",
+            c.device.adapter, c.device.compiler, this_device.adapter, this_device.compiler
+        ));
     }
     if c.burn_version != blaze_runtime::BURN_VERSION {
         return Err(format!("made with Burn {}, this build has Burn {}", c.burn_version, blaze_runtime::BURN_VERSION));
     }
     let factory = factory_named(resolve, &c.model).map_err(|e| e.to_string())?;
-    let traced = trace(factory.as_ref(), &TraceOptions::new(c.regime, 3)).map_err(|e| format!("cannot trace the model: {e}"))?;
+    let traced =
+        trace(factory.as_ref(), &TraceOptions::new(c.regime, 3)).map_err(|e| format!("cannot trace the model: {e}"))?;
     plan.check_contract(&traced.contract()).map_err(|e| e.to_string())?;
     let present = traced.cut_points();
     let gone: Vec<String> = plan.cuts.iter().filter(|b| !present.contains(b)).map(|b| b.to_string()).collect();

@@ -34,7 +34,9 @@ pub fn classes(trace: &Trace) -> Vec<CutClass> {
         let key = surroundings(trace, point.0 as usize);
         match keyed.iter_mut().find(|(k, _)| *k == key) {
             Some((_, class)) => class.members.push(point),
-            None => keyed.push((key, CutClass { context: context_text(trace, point.0 as usize), members: vec![point] })),
+            None => {
+                keyed.push((key, CutClass { context: context_text(trace, point.0 as usize), members: vec![point] }))
+            }
         }
     }
     keyed.into_iter().map(|(_, c)| c).collect()
@@ -63,12 +65,19 @@ pub fn class_candidates(classes: &[CutClass], budget: usize) -> Vec<Candidate> {
     let mut repeating: Vec<&CutClass> = classes.iter().filter(|c| c.members.len() > 1).collect();
     repeating.sort_by_key(|c| std::cmp::Reverse(c.members.len()));
     let sets: Vec<Vec<&CutClass>> = if repeating.len() <= EXHAUSTIVE_CLASSES {
-        (1u32..1 << repeating.len()).map(|mask| repeating.iter().enumerate().filter(|(i, _)| mask & (1 << i) != 0).map(|(_, c)| *c).collect()).collect()
+        (1u32..1 << repeating.len())
+            .map(|mask| repeating.iter().enumerate().filter(|(i, _)| mask & (1 << i) != 0).map(|(_, c)| *c).collect())
+            .collect()
     } else {
         repeating.iter().map(|c| vec![*c]).collect()
     };
     let union = |set: &[&CutClass]| set.iter().flat_map(|c| c.members.iter().copied()).collect::<Vec<_>>();
-    std::iter::once(Vec::new()).chain(sets.iter().map(|s| union(s))).take(budget.max(1)).enumerate().map(|(i, cuts)| Candidate::new(i, cuts)).collect()
+    std::iter::once(Vec::new())
+        .chain(sets.iter().map(|s| union(s)))
+        .take(budget.max(1))
+        .enumerate()
+        .map(|(i, cuts)| Candidate::new(i, cuts))
+        .collect()
 }
 
 #[cfg(test)]
@@ -81,7 +90,11 @@ mod tests {
     fn layered(layers: usize) -> Trace {
         let kinds = ["Float/Matmul", "NumericFloat/Add", "Float/Gelu"];
         let ops: Vec<TracedOp> = (0..3 * layers)
-            .map(|i| TracedOp { index: i as u32, sig: OpSignature { kind: kinds[i % 3].into(), dtype: "F32".into(), shapes: vec![vec![4, 8]] }, inputs: if i == 0 { vec![] } else { vec![i as u32 - 1] } })
+            .map(|i| TracedOp {
+                index: i as u32,
+                sig: OpSignature { kind: kinds[i % 3].into(), dtype: "F32".into(), shapes: vec![vec![4, 8]] },
+                inputs: if i == 0 { vec![] } else { vec![i as u32 - 1] },
+            })
             .collect();
         let n = ops.len() as u32;
         Trace {
@@ -89,7 +102,11 @@ mod tests {
             model: "layered".into(),
             regime: blaze_ir::plan::Regime::Forward,
             shapes: "4x8".into(),
-            device: blaze_ir::plan::DeviceInfo { adapter: "llvmpipe".into(), backend: "vulkan".into(), compiler: "wgsl".into() },
+            device: blaze_ir::plan::DeviceInfo {
+                adapter: "llvmpipe".into(),
+                backend: "vulkan".into(),
+                compiler: "wgsl".into(),
+            },
             burn_version: "0.22.1".into(),
             warmup_steps: 2,
             ops,
@@ -106,11 +123,16 @@ mod tests {
         let c = classes(&t);
         // Boundaries 1..11 (ops M A G repeated): the place after each layer's add is one class;
         // the first and last boundaries see the step's edges and stay alone.
-        let add_gelu: Vec<&CutClass> = c.iter().filter(|c| c.context == "Float/Matmul NumericFloat/Add | Float/Gelu Float/Matmul").collect();
+        let add_gelu: Vec<&CutClass> =
+            c.iter().filter(|c| c.context == "Float/Matmul NumericFloat/Add | Float/Gelu Float/Matmul").collect();
         assert_eq!(add_gelu.len(), 1, "{c:#?}");
         assert_eq!(add_gelu[0].members, vec![BoundaryId(2), BoundaryId(5), BoundaryId(8)], "{c:#?}");
         assert_eq!(c.len(), 5, "{c:#?}");
-        assert_eq!(c.iter().map(|c| c.members.len()).sum::<usize>(), 11, "every live cut point is in exactly one class");
+        assert_eq!(
+            c.iter().map(|c| c.members.len()).sum::<usize>(),
+            11,
+            "every live cut point is in exactly one class"
+        );
     }
 
     #[test]

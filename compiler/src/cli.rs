@@ -1,15 +1,19 @@
 //! Command line. Exit codes: 0 success; 1 failure (message on stderr); 2 bad usage; 130 a
 //! child process of blazec whose blazec parent went away (`orphan.rs`).
-use crate::{demo, run, tracing};
 pub use crate::catalog::{Catalog, ModelArgs, Resolver, resolve_model};
 use crate::catalog::{factory_named, factory_of_trace, read_trace};
+use crate::{demo, run, tracing};
 use blaze_ir::plan::Regime;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Parser)]
-#[command(name = "blazec", version, about = "Measure Burn kernel-fusion plans instead of guessing them",
-    after_help = "Exit codes: 0 success, 1 failure, 2 bad usage.")]
+#[command(
+    name = "blazec",
+    version,
+    about = "Measure Burn kernel-fusion plans instead of guessing them",
+    after_help = "Exit codes: 0 success, 1 failure, 2 bad usage."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -18,7 +22,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Capture a model's Burn IR op stream, Burn's executed partition and its cut points.
-    #[command(after_help = "Examples:\n  blazec trace attention-d257 -o trace.ron\n  blazec trace attention-d257 --regime forward --batch 2 --seq 32 -o t.ron --dot t.dot --text t.txt")]
+    #[command(
+        after_help = "Examples:\n  blazec trace attention-d257 -o trace.ron\n  blazec trace attention-d257 --regime forward --batch 2 --seq 32 -o t.ron --dot t.dot --text t.txt"
+    )]
     Trace {
         #[command(flatten)]
         model: ModelArgs,
@@ -48,20 +54,28 @@ enum Command {
     Serve(crate::serve::ServeArgs),
     /// A training run in live mode: arms verified on side instances, raced on the run's own
     /// steps, the winner kept and re-checked against the runner-up on a doubling delay.
-    #[command(after_help = "Examples:\n  blazec live attention-d257 --steps 5000 -o live.ron\n  blazec live attention-d257 --batch 2 --seq 32 --steps 300 --first-check 50 --min-rounds 3 --rounds 12 -o /tmp/live.ron\n  blazec live moe-e8k2 --steps 6000 --switch-at 3000 --switch-batch 64 -o live.ron\n  blazec live attention-d257 --steps 8000 --switch-after-settle 1000 --switch-batch 64 -o live.ron\n\nIn a program of your own: `let mut live = blaze_compiler::live::Live::from_env(&factory, Regime::Training);` then `live.step(model)` for every step; BLAZE_LIVE=1 turns it on.")]
+    #[command(
+        after_help = "Examples:\n  blazec live attention-d257 --steps 5000 -o live.ron\n  blazec live attention-d257 --batch 2 --seq 32 --steps 300 --first-check 50 --min-rounds 3 --rounds 12 -o /tmp/live.ron\n  blazec live moe-e8k2 --steps 6000 --switch-at 3000 --switch-batch 64 -o live.ron\n  blazec live attention-d257 --steps 8000 --switch-after-settle 1000 --switch-batch 64 -o live.ron\n\nIn a program of your own: `let mut live = blaze_compiler::live::Live::from_env(&factory, Regime::Training);` then `live.step(model)` for every step; BLAZE_LIVE=1 turns it on."
+    )]
     Live(crate::live::command::LiveArgs),
     /// Measure candidate plans on the device and emit the winner as a plan file with a report.
-    #[command(after_help = "Examples:\n  blazec tune attention-d257 --device vulkan -o plans/attention-d257.ron\n  blazec tune attention-d257 --device lavapipe --batch 2 --seq 32 --budget 8 -o /tmp/plan.ron\n  blazec tune attention-d257 --device vulkan --min-effect 0.02 --race-budget 60 -o plan.ron\n\nCandidates, Burn's plan and fusion off (in this process) are raced in rounds of paired visits (protocol blaze-measure/3); a plan is kept only when it is faster than Burn's plan with confidence by at least --min-effect and verifies. The report gives every candidate's ratio to Burn's plan with its interval and says why the race stopped. The candidates run in a worker process: one that hangs (no progress for --hang-timeout seconds) or crashes it is recorded as broken in the report and the tune goes on without it. Ctrl-C leaves no partial plan: every output is written at the end, each atomically.")]
+    #[command(
+        after_help = "Examples:\n  blazec tune attention-d257 --device vulkan -o plans/attention-d257.ron\n  blazec tune attention-d257 --device lavapipe --batch 2 --seq 32 --budget 8 -o /tmp/plan.ron\n  blazec tune attention-d257 --device vulkan --min-effect 0.02 --race-budget 60 -o plan.ron\n\nCandidates, Burn's plan and fusion off (in this process) are raced in rounds of paired visits (protocol blaze-measure/3); a plan is kept only when it is faster than Burn's plan with confidence by at least --min-effect and verifies. The report gives every candidate's ratio to Burn's plan with its interval and says why the race stopped. The candidates run in a worker process: one that hangs (no progress for --hang-timeout seconds) or crashes it is recorded as broken in the report and the tune goes on without it. Ctrl-C leaves no partial plan: every output is written at the end, each atomically."
+    )]
     Tune(crate::tune_cli::TuneArgs),
     /// Measure the race's error rates on this device: A/A false wins and the power to see a
     /// known slowdown.
-    #[command(after_help = "Examples:\n  blazec race-check attention-d258 --trials 40 -o aa.ron                      # A/A\n  blazec race-check attention-d258 --trials 20 --slowdown 0.01,0.02,0.05 -o power.ron")]
+    #[command(
+        after_help = "Examples:\n  blazec race-check attention-d258 --trials 40 -o aa.ron                      # A/A\n  blazec race-check attention-d258 --trials 20 --slowdown 0.01,0.02,0.05 -o power.ron"
+    )]
     RaceCheck(crate::race_check::RaceCheckArgs),
     /// The main job end to end: tune attention-d257 training (Burn's default, fusion off, beam
     /// widths, captured execution), show what was kept and why, run the model under it.
     Demo(demo::DemoArgs),
     /// Write a plan file by hand from a trace: the cuts you name (or every k-th live cut point).
-    #[command(after_help = "Examples:\n  blazec plan --trace t.ron --cuts b5,b65 -o plan.ron\n  blazec plan --trace t.ron --every-live 4 -o plan.ron")]
+    #[command(
+        after_help = "Examples:\n  blazec plan --trace t.ron --cuts b5,b65 -o plan.ron\n  blazec plan --trace t.ron --every-live 4 -o plan.ron"
+    )]
     Plan {
         /// A trace written by `blazec trace`.
         #[arg(long)]
@@ -130,7 +144,9 @@ enum Command {
     /// Time every workload and regime under Burn's default and with fusion off.
     Bench(crate::bench::BenchArgs),
     /// Run the verification gate directly: the probe under a plan against Burn's plan.
-    #[command(after_help = "Examples:\n  blazec verify --plan plan.ron              # the plan a user has\n  blazec verify --trace t.ron --every-live 4  # a plan made from a trace by a cut rule")]
+    #[command(
+        after_help = "Examples:\n  blazec verify --plan plan.ron              # the plan a user has\n  blazec verify --trace t.ron --every-live 4  # a plan made from a trace by a cut rule"
+    )]
     Verify {
         /// A plan file: verify its cuts on the model and regime its contract names.
         #[arg(long, conflicts_with = "trace", required_unless_present = "trace")]
@@ -164,7 +180,9 @@ enum Command {
     /// Add plan files (a tune's output, a doctor's plan, a plan from another machine) to a
     /// bundle, each replacing the entry of the same device, Burn version, model, regime and
     /// shapes; a new bundle when there is no file.
-    #[command(after_help = "Examples:\n  blazec bundle model.blaze plans/m.training.ron plans/m.forward.ron\n  blazec bundle model.blaze plans/m.training.ron --autotune-cache /tmp/at   # with this device's autotune decisions\n\nEvery plan is validated before the bundle is written; nothing is written when one is not valid.")]
+    #[command(
+        after_help = "Examples:\n  blazec bundle model.blaze plans/m.training.ron plans/m.forward.ron\n  blazec bundle model.blaze plans/m.training.ron --autotune-cache /tmp/at   # with this device's autotune decisions\n\nEvery plan is validated before the bundle is written; nothing is written when one is not valid."
+    )]
     Bundle {
         bundle: PathBuf,
         /// Plan files to add.
@@ -179,7 +197,9 @@ enum Command {
     /// Does each entry of a bundle (or a plan file) still fit this machine and this build?
     /// Device and Burn version from its contract; for this device's entries the model is traced
     /// again and its op stream and cut points compared.
-    #[command(after_help = "Examples:\n  blazec check model.blaze\n  blazec check model.blaze --model attention-d257   # in a user's CI\n\nExit 0 when an entry for this machine fits, 1 otherwise (the table says why).")]
+    #[command(
+        after_help = "Examples:\n  blazec check model.blaze\n  blazec check model.blaze --model attention-d257   # in a user's CI\n\nExit 0 when an entry for this machine fits, 1 otherwise (the table says why)."
+    )]
     Check {
         bundle: PathBuf,
         /// Check only the entries of this model.
@@ -189,7 +209,9 @@ enum Command {
     /// Does Burn's fusion change this model's numbers? Compares Burn's plan with Burn executing
     /// nothing fused, finds the fused blocks at fault (delta debugging) and writes a plan that
     /// unfuses only them, with a report for a Burn bug report.
-    #[command(after_help = "Examples:\n  blazec doctor attention-d257 -o fix.ron          # writes fix.ron only if fusion breaks numbers\n  blazec doctor my-model --regime forward --steps 3 --tolerance 1e-5 -o fix.ron\n\nWrites <output stem>.doctor.md and .doctor.ron beside the plan in every case. Exit 0 when the diagnosis is made (whether or not a plan was needed), 1 when it cannot be (a non-deterministic model, for example).")]
+    #[command(
+        after_help = "Examples:\n  blazec doctor attention-d257 -o fix.ron          # writes fix.ron only if fusion breaks numbers\n  blazec doctor my-model --regime forward --steps 3 --tolerance 1e-5 -o fix.ron\n\nWrites <output stem>.doctor.md and .doctor.ron beside the plan in every case. Exit 0 when the diagnosis is made (whether or not a plan was needed), 1 when it cannot be (a non-deterministic model, for example)."
+    )]
     Doctor {
         #[command(flatten)]
         model: ModelArgs,
@@ -209,7 +231,9 @@ enum Command {
     /// (CubeCL profile windows, in separate profiled steps) per executed block, and step time,
     /// under Burn's plan and, with --plan, under a plan file; says whether the step is bound by
     /// device work or by fixed per-step cost.
-    #[command(after_help = "Examples:\n  blazec profile attention-d257 --regime forward\n  blazec profile attention-d257 --regime forward --plan plans/attention-d257.forward.h200.ron -o profile.ron")]
+    #[command(
+        after_help = "Examples:\n  blazec profile attention-d257 --regime forward\n  blazec profile attention-d257 --regime forward --plan plans/attention-d257.forward.h200.ron -o profile.ron"
+    )]
     Profile {
         #[command(flatten)]
         model: ModelArgs,
@@ -229,7 +253,9 @@ enum Command {
     /// Run a fresh seeded instance for some steps under one arm (Burn's plan, fusion off in this
     /// process, or a plan's cuts) and write what it computed: every loss, the last logits and
     /// the executed partition. Compares arms bit for bit across processes.
-    #[command(after_help = "Examples:\n  blazec probe attention-d257 --arm fusion-off --burn-first 3 -o off.ron\n  BURN_FUSION_MAX_EXPLORATIONS=0 blazec probe attention-d257 --arm burn -o stock-off.ron")]
+    #[command(
+        after_help = "Examples:\n  blazec probe attention-d257 --arm fusion-off --burn-first 3 -o off.ron\n  BURN_FUSION_MAX_EXPLORATIONS=0 blazec probe attention-d257 --arm burn -o stock-off.ron"
+    )]
     Probe {
         #[command(flatten)]
         model: ModelArgs,
@@ -269,17 +295,30 @@ pub fn main_with(resolve: &Resolver) -> i32 {
         }
     };
     // Commands that explore in this process (a tune explores in its workers).
-    let explores_here = matches!(cli.command, Command::Doctor { .. } | Command::Probe { .. } | Command::Verify { .. } | Command::Run(_) | Command::Serve(_) | Command::Live(_) | Command::Trace { .. });
+    let explores_here = matches!(
+        cli.command,
+        Command::Doctor { .. }
+            | Command::Probe { .. }
+            | Command::Verify { .. }
+            | Command::Run(_)
+            | Command::Serve(_)
+            | Command::Live(_)
+            | Command::Trace { .. }
+    );
     // A model step that panics (the device out of memory at this shape, a lost device) ends
     // the command with one `error:` line naming the cause, after the panic's own report.
     // A tune worker keeps the panic's exit status: its supervisor reads a crash there and goes
     // on without the candidate.
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(cli.command, resolve))).unwrap_or_else(|payload| {
-        if crate::tune::supervise::is_worker() {
-            std::panic::resume_unwind(payload);
-        }
-        Err(anyhow::anyhow!("{}", crate::failure::summarize(&format!("panicked at\n{}", crate::failure::panic_text(payload.as_ref())))))
-    });
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(cli.command, resolve)))
+        .unwrap_or_else(|payload| {
+            if crate::tune::supervise::is_worker() {
+                std::panic::resume_unwind(payload);
+            }
+            Err(anyhow::anyhow!(
+                "{}",
+                crate::failure::summarize(&format!("panicked at\n{}", crate::failure::panic_text(payload.as_ref())))
+            ))
+        });
     match outcome.and_then(|()| if explores_here { check_fault_landed(fault) } else { Ok(()) }) {
         Ok(()) => 0,
         Err(e) => {
@@ -356,14 +395,17 @@ fn check_fault_landed(fault: Option<u64>) -> anyhow::Result<()> {
     if blaze_runtime::fault::fused_faults_landed() > 0 {
         return Ok(());
     }
-    anyhow::bail!("the injected fused fault never reached a fuser: operation {op} is not a float add, sub, mul or div that Burn fuses after another operation")
+    anyhow::bail!(
+        "the injected fused fault never reached a fuser: operation {op} is not a float add, sub, mul or div that Burn fuses after another operation"
+    )
 }
 
 fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
     match command {
         Command::Trace { model, warmup, output, dot, text, max_blocks } => {
             let factory = resolve_model(resolve, &model)?;
-            let trace = tracing::trace(factory.as_ref(), &tracing::TraceOptions { regime: model.regime, warmup, max_blocks })?;
+            let trace =
+                tracing::trace(factory.as_ref(), &tracing::TraceOptions { regime: model.regime, warmup, max_blocks })?;
             crate::files::write_atomic(&output, &trace.to_ron())?;
             if let Some(dot) = dot {
                 crate::files::write_atomic(&dot, &trace.to_dot())?;
@@ -374,7 +416,18 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             println!("{}", tracing::summary(&trace));
             Ok(())
         }
-        Command::Plan { trace, cuts, every_live, max_blocks, max_tasks, store, captured, output, bundle, autotune_cache } => {
+        Command::Plan {
+            trace,
+            cuts,
+            every_live,
+            max_blocks,
+            max_tasks,
+            store,
+            captured,
+            output,
+            bundle,
+            autotune_cache,
+        } => {
             let trace = read_trace(&trace)?;
             let cuts = match every_live {
                 Some(k) => trace.live_cut_points().into_iter().step_by(k.max(1)).collect(),
@@ -382,11 +435,25 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             };
             // The trace's width (a trace made with --max-blocks) unless the command gives one.
             let execution = captured.then_some(blaze_ir::plan::Execution::Captured);
-            let plan = trace.plan(cuts).with_settings(blaze_ir::plan::Settings { max_blocks: max_blocks.or(trace.max_blocks), max_tasks, store, execution });
+            let plan = trace.plan(cuts).with_settings(blaze_ir::plan::Settings {
+                max_blocks: max_blocks.or(trace.max_blocks),
+                max_tasks,
+                store,
+                execution,
+            });
             plan.validate()?;
             crate::files::write_atomic(&output, &plan.to_ron())?;
-            let settings = if plan.settings.is_default() { String::new() } else { format!(", settings {}", plan.settings.to_text()) };
-            println!("plan with {} cut(s) of {} cut points{settings} written to {}", plan.cuts.len(), plan.cut_points.len(), output.display());
+            let settings = if plan.settings.is_default() {
+                String::new()
+            } else {
+                format!(", settings {}", plan.settings.to_text())
+            };
+            println!(
+                "plan with {} cut(s) of {} cut points{settings} written to {}",
+                plan.cuts.len(),
+                plan.cut_points.len(),
+                output.display()
+            );
             match bundle {
                 Some(bundle) => crate::tune_cli::add_plans_to_bundle(&bundle, vec![plan], autotune_cache.as_deref()),
                 None => Ok(()),
@@ -395,15 +462,31 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
         Command::Space { trace, budget, seed, check_egraph, dry_run, classes, output } => {
             let trace = read_trace(&trace)?;
             if dry_run {
-                let (cands, canon) = if classes { crate::space::class_candidates(&trace, budget) } else { crate::space::candidates(&trace, budget, seed) };
+                let (cands, canon) = if classes {
+                    crate::space::class_candidates(&trace, budget)
+                } else {
+                    crate::space::candidates(&trace, budget, seed)
+                };
                 if classes {
                     let found = crate::classes::classes(&trace);
-                    println!("{} live cut points in {} classes ({} repeating):", trace.live_cut_points().len(), found.len(), found.iter().filter(|c| c.members.len() > 1).count());
+                    println!(
+                        "{} live cut points in {} classes ({} repeating):",
+                        trace.live_cut_points().len(),
+                        found.len(),
+                        found.iter().filter(|c| c.members.len() > 1).count()
+                    );
                     for class in found.iter().filter(|c| c.members.len() > 1) {
                         println!("  {} x  {}", class.members.len(), class.context);
                     }
                 }
-                println!("requested {} / collapsed by e-graph {} ({}, {} iterations, {} e-nodes)", cands.len(), canon.collapsed(), canon.stop_reason, canon.iterations, canon.egraph_nodes);
+                println!(
+                    "requested {} / collapsed by e-graph {} ({}, {} iterations, {} e-nodes)",
+                    cands.len(),
+                    canon.collapsed(),
+                    canon.stop_reason,
+                    canon.iterations,
+                    canon.egraph_nodes
+                );
                 for group in &canon.groups {
                     println!("  {}", group.iter().map(|i| cands[*i].to_text()).collect::<Vec<_>>().join("  ==  "));
                 }
@@ -415,7 +498,11 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             if let Some(out) = output {
                 crate::files::write_atomic(&out, &crate::files::to_ron(&report))?;
             }
-            anyhow::ensure!(report.false_merges.is_empty(), "the e-graph merged requests that executed differently: {:?}", report.false_merges);
+            anyhow::ensure!(
+                report.false_merges.is_empty(),
+                "the e-graph merged requests that executed differently: {:?}",
+                report.false_merges
+            );
             Ok(())
         }
         Command::Bench(args) if !args.table.is_empty() => crate::bench::table(&args.table),
@@ -442,10 +529,16 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             let factory = factory_named(resolve, &model)?;
             let candidate = crate::candidate::Candidate::with_settings(1, cuts, settings);
             let outcome = match gate_steps {
-                Some(steps) if candidate.is_captured() => crate::tune::verify::verify_captured(factory.as_ref(), regime, &candidate, steps),
+                Some(steps) if candidate.is_captured() => {
+                    crate::tune::verify::verify_captured(factory.as_ref(), regime, &candidate, steps)
+                }
                 _ => crate::tune::verify::verify(factory.as_ref(), regime, &candidate, inject_fault),
             };
-            println!("verify {model} ({} cuts{}): {outcome:?}", candidate.cuts.len(), if inject_fault { ", fault injected" } else { "" });
+            println!(
+                "verify {model} ({} cuts{}): {outcome:?}",
+                candidate.cuts.len(),
+                if inject_fault { ", fault injected" } else { "" }
+            );
             Ok(())
         }
         Command::Run(args) => run::run(resolve, &args),
@@ -476,16 +569,31 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
         }
         Command::Profile { model, plan, steps, top, output } => {
             let factory = resolve_model(resolve, &model)?;
-            let mut arms = vec![crate::profile::profile_arm(factory.as_ref(), model.regime, &crate::candidate::Candidate::new(0, vec![]), "Burn's plan", steps)?];
+            let mut arms = vec![crate::profile::profile_arm(
+                factory.as_ref(),
+                model.regime,
+                &crate::candidate::Candidate::new(0, vec![]),
+                "Burn's plan",
+                steps,
+            )?];
             if let Some(path) = plan {
                 let plan = blaze_ir::PlanFile::read(&path)?;
                 let candidate = crate::candidate::Candidate::with_settings(1, plan.cuts, plan.settings);
                 if candidate.is_captured() {
                     // A replay issues the recorded kernels with no per-block host work to time.
-                    println!("note: {} is captured: profiled as its fusion run eagerly (its kernels are the ones a replay issues); `blazec run --plan` times its replays", path.display());
+                    println!(
+                        "note: {} is captured: profiled as its fusion run eagerly (its kernels are the ones a replay issues); `blazec run --plan` times its replays",
+                        path.display()
+                    );
                 }
                 let candidate = candidate.eager();
-                arms.push(crate::profile::profile_arm(factory.as_ref(), model.regime, &candidate, &format!("{} ({})", path.display(), candidate.to_text()), steps)?);
+                arms.push(crate::profile::profile_arm(
+                    factory.as_ref(),
+                    model.regime,
+                    &candidate,
+                    &format!("{} ({})", path.display(), candidate.to_text()),
+                    steps,
+                )?);
             }
             print!("{}", crate::profile::text(&model.model, &arms, top));
             if let Some(out) = output {
@@ -499,7 +607,9 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
                 "burn" => crate::candidate::Candidate::new(0, vec![]),
                 "fusion-off" => crate::candidate::Candidate::fusion_off(1),
                 path => {
-                    let plan = blaze_ir::PlanFile::read(std::path::Path::new(path)).map_err(|e| anyhow::anyhow!("--arm {path}: not burn, fusion-off or a usable plan file ({e})"))?;
+                    let plan = blaze_ir::PlanFile::read(std::path::Path::new(path)).map_err(|e| {
+                        anyhow::anyhow!("--arm {path}: not burn, fusion-off or a usable plan file ({e})")
+                    })?;
                     crate::candidate::Candidate::with_settings(1, plan.cuts, plan.settings)
                 }
             };
@@ -507,9 +617,18 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
                 let mut other = factory.build(model.regime).map_err(anyhow::Error::msg)?;
                 crate::drive::warm_up(other.as_mut(), burn_first);
             }
-            let probe = crate::tune::verify::probe_steps(factory.as_ref(), model.regime, &candidate, false, steps).map_err(anyhow::Error::msg)?;
+            let probe = crate::tune::verify::probe_steps(factory.as_ref(), model.regime, &candidate, false, steps)
+                .map_err(anyhow::Error::msg)?;
             crate::files::write_atomic(&output, &crate::files::to_ron(&probe))?;
-            println!("{} {}: losses {:?}; {} blocks ({} fused); partition {}", model.model, candidate.to_text(), probe.losses, probe.blocks, probe.fused_blocks, probe.fingerprint);
+            println!(
+                "{} {}: losses {:?}; {} blocks ({} fused); partition {}",
+                model.model,
+                candidate.to_text(),
+                probe.losses,
+                probe.blocks,
+                probe.fused_blocks,
+                probe.fingerprint
+            );
             Ok(())
         }
         Command::Check { bundle, model } => {
@@ -518,11 +637,21 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
             let mut progress = crate::progress::progress_printer("check", false);
             let rows = crate::check::check(&bundle, model.as_deref(), &device, resolve, &mut progress);
             print!("{}", crate::check::table(&rows));
-            anyhow::ensure!(!rows.is_empty(), "the bundle holds no entry{}", model.map_or(String::new(), |m| format!(" of model `{m}`")));
-            anyhow::ensure!(rows.iter().any(|r| r.verdict.is_ok()), "no entry fits this machine ({}) and build", device.adapter);
+            anyhow::ensure!(
+                !rows.is_empty(),
+                "the bundle holds no entry{}",
+                model.map_or(String::new(), |m| format!(" of model `{m}`"))
+            );
+            anyhow::ensure!(
+                rows.iter().any(|r| r.verdict.is_ok()),
+                "no entry fits this machine ({}) and build",
+                device.adapter
+            );
             Ok(())
         }
-        Command::Bundle { bundle, plans, autotune_cache } => crate::tune_cli::bundle_command(&bundle, &plans, autotune_cache.as_deref()),
+        Command::Bundle { bundle, plans, autotune_cache } => {
+            crate::tune_cli::bundle_command(&bundle, &plans, autotune_cache.as_deref())
+        }
         Command::Table { files } => {
             print!("{}", crate::tune::table::table(&files)?);
             Ok(())
@@ -563,7 +692,11 @@ mod tests {
             assert!(!about.is_empty(), "`{}` has no help", sub.get_name());
             if let Some(examples) = sub.get_after_help() {
                 let examples = examples.to_string();
-                assert!(!examples.contains("blazec ") || examples.contains(&format!("blazec {}", sub.get_name())), "`{}`'s examples are another command's: {examples}", sub.get_name());
+                assert!(
+                    !examples.contains("blazec ") || examples.contains(&format!("blazec {}", sub.get_name())),
+                    "`{}`'s examples are another command's: {examples}",
+                    sub.get_name()
+                );
             }
             abouts.push(about);
         }

@@ -37,7 +37,11 @@ pub fn install(candidate: &Candidate) {
 }
 
 /// Executed partition of every candidate, in order, on one model instance.
-pub fn executed_partitions(model: &mut dyn Model, candidates: &[&Candidate], mut progress: impl FnMut(usize, usize)) -> Vec<ExecutedPartition> {
+pub fn executed_partitions(
+    model: &mut dyn Model,
+    candidates: &[&Candidate],
+    mut progress: impl FnMut(usize, usize),
+) -> Vec<ExecutedPartition> {
     let mut out = Vec::with_capacity(candidates.len());
     for (i, candidate) in candidates.iter().enumerate() {
         progress(i, candidates.len());
@@ -100,8 +104,14 @@ mod tests {
 
     #[test]
     fn a_merged_pair_that_executed_differently_is_a_false_merge() {
-        let canon = Canonical { groups: vec![vec![0, 3], vec![1, 2]], stop_reason: "Saturated".into(), iterations: 1, egraph_nodes: 1 };
-        let fps: BTreeMap<usize, String> = [(0, "a"), (3, "a"), (1, "b"), (2, "c")].into_iter().map(|(k, v)| (k, v.to_string())).collect();
+        let canon = Canonical {
+            groups: vec![vec![0, 3], vec![1, 2]],
+            stop_reason: "Saturated".into(),
+            iterations: 1,
+            egraph_nodes: 1,
+        };
+        let fps: BTreeMap<usize, String> =
+            [(0, "a"), (3, "a"), (1, "b"), (2, "c")].into_iter().map(|(k, v)| (k, v.to_string())).collect();
         assert_eq!(false_merges(&canon, &fps), vec![(1, 2)]);
     }
 }

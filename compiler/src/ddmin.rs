@@ -25,7 +25,11 @@ pub struct Minimal<T> {
 /// Finds a 1-minimal subset of `suspects` for which `check` passes. `check` must pass on the
 /// whole set (the caller verifies that first). At most `max_probes` probes; when they run out,
 /// the smallest passing set found so far is returned (still passing, maybe not minimal).
-pub fn ddmin<T: Clone + Ord>(suspects: &[T], max_probes: usize, mut check: impl FnMut(&[T]) -> Probe) -> (Minimal<T>, bool) {
+pub fn ddmin<T: Clone + Ord>(
+    suspects: &[T],
+    max_probes: usize,
+    mut check: impl FnMut(&[T]) -> Probe,
+) -> (Minimal<T>, bool) {
     let mut memo: BTreeMap<Vec<T>, Probe> = BTreeMap::new();
     let mut probes = 0;
     let mut test = |set: &[T], probes: &mut usize| -> Option<Probe> {
@@ -63,7 +67,8 @@ pub fn ddmin<T: Clone + Ord>(suspects: &[T], max_probes: usize, mut check: impl 
         }
         if n > 2 {
             for i in 0..parts.len() {
-                let complement: Vec<T> = parts.iter().enumerate().filter(|(j, _)| *j != i).flat_map(|(_, p)| p.iter().cloned()).collect();
+                let complement: Vec<T> =
+                    parts.iter().enumerate().filter(|(j, _)| *j != i).flat_map(|(_, p)| p.iter().cloned()).collect();
                 match test(&complement, &mut probes) {
                     Some(Probe::Pass) => {
                         current = complement;

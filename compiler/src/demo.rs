@@ -43,13 +43,20 @@ pub fn demo(resolve: &Resolver, args: &DemoArgs) -> anyhow::Result<()> {
     let cpu = adapter.contains("llvmpipe");
     if batch.is_none() && seq.is_none() && cpu {
         (batch, seq) = (Some(CPU_SHAPE.0), Some(CPU_SHAPE.1));
-        eprintln!("note: no GPU here ({adapter}): the demo runs at batch {}, sequence {}; `--batch 16 --seq 256` runs the reference shape (over an hour on a CPU)", CPU_SHAPE.0, CPU_SHAPE.1);
+        eprintln!(
+            "note: no GPU here ({adapter}): the demo runs at batch {}, sequence {}; `--batch 16 --seq 256` runs the reference shape (over an hour on a CPU)",
+            CPU_SHAPE.0, CPU_SHAPE.1
+        );
     }
     // The model name and shape are checked here, before any process starts.
     let model_args = ModelArgs { model: args.model.clone(), regime: Regime::Training, batch, seq };
     resolve_model(resolve, &model_args)?;
     std::fs::create_dir_all(&args.out)?;
-    let shape: Vec<String> = [("--batch", batch), ("--seq", seq)].into_iter().filter_map(|(k, v)| Some([k.to_string(), v?.to_string()])).flatten().collect();
+    let shape: Vec<String> = [("--batch", batch), ("--seq", seq)]
+        .into_iter()
+        .filter_map(|(k, v)| Some([k.to_string(), v?.to_string()]))
+        .flatten()
+        .collect();
     let took = if cpu { "5-15 minutes here" } else { "2-4 minutes on a GPU" };
     eprintln!("demo: 1/2 tune {} training ({took}: tracing, compiling and autotuning come first)", args.model);
     let plan = args.out.join("plan.ron");
@@ -75,7 +82,17 @@ fn tune(args: &DemoArgs, shape: &[String], plan: &Path) -> anyhow::Result<String
     let report_path = args.out.join("tune-report.md");
     let mut cmd = blazec()?;
     cmd.args(["tune", &args.model, "--regime", "training"]).args(shape);
-    cmd.args(["--device", "vulkan", "--budget", "2", "--max-blocks", "1,3,8", "--captured", "--race-budget", &args.race_budget.to_string()]);
+    cmd.args([
+        "--device",
+        "vulkan",
+        "--budget",
+        "2",
+        "--max-blocks",
+        "1,3,8",
+        "--captured",
+        "--race-budget",
+        &args.race_budget.to_string(),
+    ]);
     cmd.arg("-o").arg(plan);
     if args.verbose {
         cmd.arg("-v");
@@ -92,7 +109,8 @@ fn print_summary(report: &str) {
     println!();
     for line in report.lines() {
         let table = line.starts_with("| ") || line.starts_with("|---");
-        let decision = ["**Selected:**", "**Verify:**", "Break-even against Burn's default"].iter().any(|p| line.starts_with(p));
+        let decision =
+            ["**Selected:**", "**Verify:**", "Break-even against Burn's default"].iter().any(|p| line.starts_with(p));
         if table || decision {
             println!("{line}");
         }
@@ -130,8 +148,16 @@ fn print_runs(burn: &str, kept: &str) {
     let (b, k) = (median_step_ms(burn), median_step_ms(kept));
     println!("\nfresh processes, {} timed steps each:", field(kept, "step ms:").matches(',').count() + 1);
     println!("  Burn's plan: median {} ms a step", b.map_or("?".into(), |m| format!("{m:.2}")));
-    println!("  kept plan ({}{}): median {} ms a step", field(kept, "plan:"), kept.lines().find(|l| l.starts_with("execution:")).map_or(String::new(), |l| format!(", {l}")), k.map_or("?".into(), |m| format!("{m:.2}")));
+    println!(
+        "  kept plan ({}{}): median {} ms a step",
+        field(kept, "plan:"),
+        kept.lines().find(|l| l.starts_with("execution:")).map_or(String::new(), |l| format!(", {l}")),
+        k.map_or("?".into(), |m| format!("{m:.2}"))
+    );
     if let (Some(b), Some(k)) = (b, k) {
-        println!("  ratio {:.3} (one pair of processes: an anecdote; shipped plans are re-checked in three alternating pairs)", k / b);
+        println!(
+            "  ratio {:.3} (one pair of processes: an anecdote; shipped plans are re-checked in three alternating pairs)",
+            k / b
+        );
     }
 }

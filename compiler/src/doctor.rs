@@ -34,11 +34,17 @@ impl Difference {
             .map(|(i, (a, b))| (format!("loss step {}", i + 1), rel(*a, *b, b.abs()), (*a as f64 - *b as f64).abs()))
             .collect();
         let scale = reference.logits.iter().fold(0f32, |m, x| m.max(x.abs()));
-        let (r, a) = probe.logits.iter().zip(&reference.logits).fold((0f64, 0f64), |(r, m), (x, y)| (r.max(rel(*x, *y, scale)), m.max((*x as f64 - *y as f64).abs())));
+        let (r, a) = probe
+            .logits
+            .iter()
+            .zip(&reference.logits)
+            .fold((0f64, 0f64), |(r, m), (x, y)| (r.max(rel(*x, *y, scale)), m.max((*x as f64 - *y as f64).abs())));
         outputs.push(("logits (last step)".into(), r, a));
-        let shape_differs = probe.losses.len() != reference.losses.len() || probe.logits.len() != reference.logits.len();
+        let shape_differs =
+            probe.losses.len() != reference.losses.len() || probe.logits.len() != reference.logits.len();
         let broken = probe.losses.iter().chain(&probe.logits).any(|x| !x.is_finite());
-        let max_rel = if shape_differs || broken { f64::INFINITY } else { outputs.iter().map(|o| o.1).fold(0.0, f64::max) };
+        let max_rel =
+            if shape_differs || broken { f64::INFINITY } else { outputs.iter().map(|o| o.1).fold(0.0, f64::max) };
         Self { outputs, max_rel }
     }
 
@@ -104,16 +110,27 @@ pub struct Diagnosis {
     pub trace: Trace,
 }
 
-pub fn doctor(factory: &dyn ModelFactory, opts: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Diagnosis> {
+pub fn doctor(
+    factory: &dyn ModelFactory,
+    opts: &DoctorOptions,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<Diagnosis> {
     progress("trace Burn's plan");
     let traced = trace(factory, &TraceOptions::new(opts.regime, 3))?;
     let run = |c: &Candidate| probe_steps(factory, opts.regime, c, false, opts.steps).map_err(anyhow::Error::msg);
     progress("reference (fusion off, in this process) and Burn's plan, twice each");
     let reference = run(&Candidate::fusion_off(1))?;
     let burn = run(&Candidate::new(0, vec![]))?;
-    for (what, first, again) in [("the reference (fusion off)", &reference, run(&Candidate::fusion_off(1))?), ("Burn's plan", &burn, run(&Candidate::new(0, vec![]))?)] {
+    for (what, first, again) in [
+        ("the reference (fusion off)", &reference, run(&Candidate::fusion_off(1))?),
+        ("Burn's plan", &burn, run(&Candidate::new(0, vec![]))?),
+    ] {
         let d = Difference::of(&again, first);
-        anyhow::ensure!(d.max_rel == 0.0, "{what} is not deterministic: two fresh instances differ (relative {:.2e}); a fused block cannot be blamed for that", d.max_rel);
+        anyhow::ensure!(
+            d.max_rel == 0.0,
+            "{what} is not deterministic: two fresh instances differ (relative {:.2e}); a fused block cannot be blamed for that",
+            d.max_rel
+        );
     }
     let before = Difference::of(&burn, &reference);
     let blocks = fused_blocks(&traced);
@@ -135,7 +152,10 @@ pub fn doctor(factory: &dyn ModelFactory, opts: &DoctorOptions, progress: &mut d
         probe_budget_spent: false,
     };
     if before.within(opts.tolerance) {
-        report.verdict = format!("Burn's plan matches the unfused reference within {:.1e} (largest relative difference {:.2e}); nothing to unfuse", opts.tolerance, before.max_rel);
+        report.verdict = format!(
+            "Burn's plan matches the unfused reference within {:.1e} (largest relative difference {:.2e}); nothing to unfuse",
+            opts.tolerance, before.max_rel
+        );
         return Ok(Diagnosis { report, trace: traced });
     }
     let check = |set: &[usize]| -> ddmin::Probe {
@@ -164,7 +184,11 @@ pub fn doctor(factory: &dyn ModelFactory, opts: &DoctorOptions, progress: &mut d
     report.culprits = minimal.set.iter().map(|&i| blocks[i].clone()).collect();
     report.verdict = format!(
         "{} of {} fused blocks change the numbers beyond {:.1e}; unfusing only them matches the reference ({} probes{})",
-        minimal.set.len(), blocks.len(), opts.tolerance, report.probes, if spent { ", probe budget spent: may not be minimal" } else { "" }
+        minimal.set.len(),
+        blocks.len(),
+        opts.tolerance,
+        report.probes,
+        if spent { ", probe budget spent: may not be minimal" } else { "" }
     );
     Ok(Diagnosis { report, trace: traced })
 }
@@ -172,12 +196,18 @@ pub fn doctor(factory: &dyn ModelFactory, opts: &DoctorOptions, progress: &mut d
 /// Fused blocks of Burn's traced partition, with their operations.
 pub fn fused_blocks(trace: &Trace) -> Vec<Block> {
     let line = |o: u32| trace.ops.get(o as usize).map_or("?".into(), |t| t.sig.to_line());
-    trace.partition.fused_blocks_sorted().into_iter().map(|(block, ops)| Block { block, ops: ops.into_iter().map(|o| (o, line(o))).collect() }).collect()
+    trace
+        .partition
+        .fused_blocks_sorted()
+        .into_iter()
+        .map(|(block, ops)| Block { block, ops: ops.into_iter().map(|o| (o, line(o))).collect() })
+        .collect()
 }
 
 /// How many of `blocks` outside `culprits` execute exactly as before in `after`.
 pub fn unchanged_blocks(blocks: &[Block], culprits: &[usize], after: &blaze_ir::ExecutedPartition) -> usize {
-    let executed: std::collections::BTreeSet<Vec<u32>> = after.fused_blocks_sorted().into_iter().map(|(_, ops)| ops).collect();
+    let executed: std::collections::BTreeSet<Vec<u32>> =
+        after.fused_blocks_sorted().into_iter().map(|(_, ops)| ops).collect();
     let ops = |b: &Block| b.ops.iter().map(|(o, _)| *o).collect::<Vec<u32>>();
     (0..blocks.len()).filter(|i| !culprits.contains(i) && executed.contains(&ops(&blocks[*i]))).count()
 }
@@ -192,10 +222,21 @@ pub fn cuts_of(blocks: &[Block], chosen: &[usize]) -> Vec<BoundaryId> {
 pub fn markdown(r: &DoctorReport) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# blazec doctor: {} {}\n\n{}\n", r.model, r.regime, r.verdict);
-    let _ = writeln!(md, "Reference: Burn with nothing fused (in-process fusion-off arm); {} steps on fresh seeded instances; tolerance {:.1e} relative; {} probes.\n", r.steps, r.tolerance, r.probes);
-    let _ = writeln!(md, "| output | Burn's plan: relative | absolute | culprit plan: relative | absolute |\n|---|---|---|---|---|");
+    let _ = writeln!(
+        md,
+        "Reference: Burn with nothing fused (in-process fusion-off arm); {} steps on fresh seeded instances; tolerance {:.1e} relative; {} probes.\n",
+        r.steps, r.tolerance, r.probes
+    );
+    let _ = writeln!(
+        md,
+        "| output | Burn's plan: relative | absolute | culprit plan: relative | absolute |\n|---|---|---|---|---|"
+    );
     for (i, (name, rel, abs)) in r.before.outputs.iter().enumerate() {
-        let after = r.after.as_ref().and_then(|a| a.outputs.get(i)).map_or("– | –".into(), |(_, r2, a2)| format!("{r2:.2e} | {a2:.2e}"));
+        let after = r
+            .after
+            .as_ref()
+            .and_then(|a| a.outputs.get(i))
+            .map_or("– | –".into(), |(_, r2, a2)| format!("{r2:.2e} | {a2:.2e}"));
         let _ = writeln!(md, "| {name} | {rel:.2e} | {abs:.2e} | {after} |");
     }
     for b in &r.culprits {
@@ -204,20 +245,32 @@ pub fn markdown(r: &DoctorReport) -> String {
             let _ = writeln!(md, "- op {pos}: `{line}`");
         }
         let kinds: Vec<&str> = b.ops.iter().map(|(_, l)| l.split_whitespace().next().unwrap_or("?")).collect();
-        let _ = writeln!(md, "\nFor a Burn bug report: Burn 0.22.1 fuses `{}` into one kernel; with fusion off (BURN_FUSION_MAX_EXPLORATIONS=0) the model computes different numbers (see the table).", kinds.join(" → "));
+        let _ = writeln!(
+            md,
+            "\nFor a Burn bug report: Burn 0.22.1 fuses `{}` into one kernel; with fusion off (BURN_FUSION_MAX_EXPLORATIONS=0) the model computes different numbers (see the table).",
+            kinds.join(" → ")
+        );
     }
     if !r.cuts.is_empty() {
         let kept = match (r.fused_blocks_after, r.others_unchanged) {
             (Some(n), Some(same)) => format!(
                 " It executes {n} fused blocks (Burn's plan: {}); {same} of Burn's {} other fused blocks execute unchanged, the rest regroup around the unfused operations.",
-                r.fused_blocks, r.fused_blocks - r.culprits.len()
+                r.fused_blocks,
+                r.fused_blocks - r.culprits.len()
             ),
             _ => String::new(),
         };
-        let _ = writeln!(md, "\nPlan: cuts {:?} (every boundary inside the culprit blocks; every other fusion kept).{kept}", r.cuts);
+        let _ = writeln!(
+            md,
+            "\nPlan: cuts {:?} (every boundary inside the culprit blocks; every other fusion kept).{kept}",
+            r.cuts
+        );
     }
     if let Some(op) = r.injected_fault {
-        let _ = writeln!(md, "\nTest fault injected: the fused kernels around operation {op} were made to compute a wrong operation (BLAZE_INJECT_FUSED_FAULT).");
+        let _ = writeln!(
+            md,
+            "\nTest fault injected: the fused kernels around operation {op} were made to compute a wrong operation (BLAZE_INJECT_FUSED_FAULT)."
+        );
     }
     md
 }
@@ -227,7 +280,16 @@ mod tests {
     use super::*;
 
     fn probe(losses: &[f32], logits: &[f32]) -> Probe {
-        Probe { losses: losses.to_vec(), logits: logits.to_vec(), classes: 2, fingerprint: String::new(), blocks: 0, fused_blocks: 0, partition: Default::default(), params: Vec::new() }
+        Probe {
+            losses: losses.to_vec(),
+            logits: logits.to_vec(),
+            classes: 2,
+            fingerprint: String::new(),
+            blocks: 0,
+            fused_blocks: 0,
+            partition: Default::default(),
+            params: Vec::new(),
+        }
     }
 
     #[test]
@@ -245,15 +307,26 @@ mod tests {
 
     #[test]
     fn unchanged_blocks_counts_other_blocks_executed_exactly_as_before() {
-        let blocks = vec![Block { block: 0, ops: vec![(1, "a".into()), (2, "b".into())] }, Block { block: 3, ops: vec![(5, "c".into()), (6, "d".into())] }, Block { block: 4, ops: vec![(7, "e".into()), (8, "f".into())] }];
+        let blocks = vec![
+            Block { block: 0, ops: vec![(1, "a".into()), (2, "b".into())] },
+            Block { block: 3, ops: vec![(5, "c".into()), (6, "d".into())] },
+            Block { block: 4, ops: vec![(7, "e".into()), (8, "f".into())] },
+        ];
         let after = blaze_ir::ExecutedPartition { blocks: vec![vec![1], vec![2], vec![6, 5], vec![7], vec![8, 9]] };
-        assert_eq!(unchanged_blocks(&blocks, &[0], &after), 1, "block 3 ran unchanged (in another order), block 4 regrouped");
+        assert_eq!(
+            unchanged_blocks(&blocks, &[0], &after),
+            1,
+            "block 3 ran unchanged (in another order), block 4 regrouped"
+        );
         assert_eq!(unchanged_blocks(&blocks, &[1], &after), 0);
     }
 
     #[test]
     fn unfusing_a_block_cuts_inside_it_only() {
-        let blocks = vec![Block { block: 3, ops: vec![(5, "a".into()), (6, "b".into()), (7, "c".into())] }, Block { block: 9, ops: vec![(20, "d".into()), (21, "e".into())] }];
+        let blocks = vec![
+            Block { block: 3, ops: vec![(5, "a".into()), (6, "b".into()), (7, "c".into())] },
+            Block { block: 9, ops: vec![(20, "d".into()), (21, "e".into())] },
+        ];
         assert_eq!(cuts_of(&blocks, &[0]), vec![BoundaryId(6), BoundaryId(7)]);
         assert_eq!(cuts_of(&blocks, &[1, 0]), vec![BoundaryId(21), BoundaryId(6), BoundaryId(7)]);
     }

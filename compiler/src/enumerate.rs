@@ -15,7 +15,8 @@ pub const EXHAUSTIVE_MAX: usize = 10;
 
 /// Candidate plans over `cut_points` (Burn's plan first). Deterministic for a given seed.
 pub fn enumerate(cut_points: &[BoundaryId], budget: usize, seed: u64) -> Vec<Candidate> {
-    let sets = if cut_points.len() <= EXHAUSTIVE_MAX { all_subsets(cut_points) } else { sampled(cut_points, budget, seed) };
+    let sets =
+        if cut_points.len() <= EXHAUSTIVE_MAX { all_subsets(cut_points) } else { sampled(cut_points, budget, seed) };
     sets.into_iter().enumerate().map(|(i, cuts)| Candidate::new(i, cuts)).collect()
 }
 

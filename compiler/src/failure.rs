@@ -30,7 +30,13 @@ fn innermost_cause<'a>(lines: &[&'a str]) -> Option<&'a str> {
 }
 
 fn last_meaningful<'a>(lines: &[&'a str]) -> Option<&'a str> {
-    lines.iter().rev().map(|l| l.trim()).find(|l| !l.is_empty() && !l.starts_with("note:") && !l.starts_with(|c: char| c.is_ascii_digit()) && !l.starts_with("at ") && *l != "stack backtrace:")
+    lines.iter().rev().map(|l| l.trim()).find(|l| {
+        !l.is_empty()
+            && !l.starts_with("note:")
+            && !l.starts_with(|c: char| c.is_ascii_digit())
+            && !l.starts_with("at ")
+            && *l != "stack backtrace:"
+    })
 }
 
 /// A panic message can run to pages (an error's whole chain on one line).
@@ -45,7 +51,11 @@ fn shorten(s: &str) -> &str {
 
 fn meaning(text: &str) -> Option<&'static str> {
     let t = text.to_ascii_lowercase();
-    if t.contains("can't allocate") || t.contains("out of memory") || t.contains("outofmemory") || t.contains("out_of_device_memory") {
+    if t.contains("can't allocate")
+        || t.contains("out of memory")
+        || t.contains("outofmemory")
+        || t.contains("out_of_device_memory")
+    {
         Some("the device ran out of memory: try a smaller batch or shape")
     } else if t.contains("device lost") || t.contains("devicelost") || t.contains("error_device_lost") {
         Some("the device was lost: the driver reset it or it stopped answering")
@@ -81,7 +91,10 @@ mod tests {
     #[test]
     fn a_device_loss_is_named() {
         let text = "thread 'main' panicked at x.rs:1:1:\nsubmission failed\nCaused by:\n  Device lost\n";
-        assert_eq!(summarize(text), "submission failed; cause: Device lost (the device was lost: the driver reset it or it stopped answering)");
+        assert_eq!(
+            summarize(text),
+            "submission failed; cause: Device lost (the device was lost: the driver reset it or it stopped answering)"
+        );
     }
 
     #[test]

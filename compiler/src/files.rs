@@ -16,7 +16,8 @@ pub fn prepare_output(output: &Path) -> anyhow::Result<std::path::PathBuf> {
     let dir = output.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let probe = dir.join(format!(".blaze-write-probe-{}", std::process::id()));
-    std::fs::write(&probe, b"").with_context(|| format!("cannot write to {} (the output goes there)", dir.display()))?;
+    std::fs::write(&probe, b"")
+        .with_context(|| format!("cannot write to {} (the output goes there)", dir.display()))?;
     let _ = std::fs::remove_file(&probe);
     Ok(dir)
 }
@@ -28,9 +29,10 @@ pub fn write_atomic(path: &Path, text: &str) -> anyhow::Result<()> {
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     // A temp file of this process, renamed into place: a reader (or a second writer) sees the
     // old file or the new one, never a torn one; on failure nothing is left behind.
-    let written = std::fs::write(&tmp, text)
-        .with_context(|| format!("cannot write {}", tmp.display()))
-        .and_then(|()| std::fs::rename(&tmp, path).with_context(|| format!("cannot move into place {}", path.display())));
+    let written =
+        std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display())).and_then(|()| {
+            std::fs::rename(&tmp, path).with_context(|| format!("cannot move into place {}", path.display()))
+        });
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }

@@ -45,7 +45,11 @@ pub fn greedy(
             })
             .collect();
         if challengers.is_empty() {
-            return GreedyPath { kept, challengers_tried: tried, stop_reason: "no cut point or class left to add".into() };
+            return GreedyPath {
+                kept,
+                challengers_tried: tried,
+                stop_reason: "no cut point or class left to add".into(),
+            };
         }
         tried += challengers.len();
         match race(&incumbent, &challengers) {
@@ -53,7 +57,13 @@ pub fn greedy(
                 kept.push(challengers[i].clone());
                 taken.push(picks[i]);
             }
-            None => return GreedyPath { kept, challengers_tried: tried, stop_reason: format!("round {} could not beat the last", round + 1) },
+            None => {
+                return GreedyPath {
+                    kept,
+                    challengers_tried: tried,
+                    stop_reason: format!("round {} could not beat the last", round + 1),
+                };
+            }
         }
     }
     GreedyPath { kept, challengers_tried: tried, stop_reason: format!("round limit {max_rounds}") }

@@ -11,8 +11,8 @@
 use crate::candidate::Candidate;
 use crate::confirm::install;
 use crate::drive::{Settle, record_step, settle, warm_up};
-use blaze_ir::plan::Regime;
 use blaze_burn::DeviceBlockTimer;
+use blaze_ir::plan::Regime;
 use blaze_runtime::{BlockTimer, ModelFactory, activate_burn_default};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
@@ -86,12 +86,23 @@ impl ArmProfile {
     pub fn verdict(&self) -> String {
         let host = 100.0 * self.host_share();
         match self.device_share() {
-            Some(d) if d >= DEVICE_BUSY => format!("bound by device work: the device runs kernels {:.0} % of the step; cheaper or fewer kernels help", 100.0 * d),
-            Some(d) => format!("bound by fixed per-step cost: the device runs kernels only {:.0} % of the step; host work in blocks is {host:.0} %, the rest is syncs, submission and launch latency", 100.0 * d),
+            Some(d) if d >= DEVICE_BUSY => format!(
+                "bound by device work: the device runs kernels {:.0} % of the step; cheaper or fewer kernels help",
+                100.0 * d
+            ),
+            Some(d) => format!(
+                "bound by fixed per-step cost: the device runs kernels only {:.0} % of the step; host work in blocks is {host:.0} %, the rest is syncs, submission and launch latency",
+                100.0 * d
+            ),
             None => match self.host_share() {
-                s if s >= HOST_BOUND => "host-bound: the host's work per block fills most of the step; fewer blocks help".into(),
-                s if s <= DEVICE_BOUND => "device-bound: the host waits for the device most of the step (no device times measured)".into(),
-                _ => "mixed: neither host work per block nor device work fills the step (no device times measured)".into(),
+                s if s >= HOST_BOUND => {
+                    "host-bound: the host's work per block fills most of the step; fewer blocks help".into()
+                }
+                s if s <= DEVICE_BOUND => {
+                    "device-bound: the host waits for the device most of the step (no device times measured)".into()
+                }
+                _ => "mixed: neither host work per block nor device work fills the step (no device times measured)"
+                    .into(),
             },
         }
     }
@@ -99,7 +110,13 @@ impl ArmProfile {
 
 /// Profiles `candidate` on a fresh instance: warm-up, 1 s settling, one recorded step, then
 /// `steps` timed steps.
-pub fn profile_arm(factory: &dyn ModelFactory, regime: Regime, candidate: &Candidate, arm: &str, steps: u32) -> anyhow::Result<ArmProfile> {
+pub fn profile_arm(
+    factory: &dyn ModelFactory,
+    regime: Regime,
+    candidate: &Candidate,
+    arm: &str,
+    steps: u32,
+) -> anyhow::Result<ArmProfile> {
     let mut model = factory.build(regime).map_err(anyhow::Error::msg)?;
     install(candidate);
     warm_up(model.as_mut(), 3);
@@ -123,12 +140,18 @@ pub fn profile_arm(factory: &dyn ModelFactory, regime: Regime, candidate: &Candi
     }
     let device = device_times(model.as_mut(), blocks.len());
     activate_burn_default();
-    let kinds = |ops: &[u32]| ops.iter().map(|&i| short_kind(&recorded.ops[i as usize].sig.kind)).collect::<Vec<_>>().join(" ");
+    let kinds =
+        |ops: &[u32]| ops.iter().map(|&i| short_kind(&recorded.ops[i as usize].sig.kind)).collect::<Vec<_>>().join(" ");
     let profiled: Vec<BlockProfile> = blocks
         .iter()
         .zip(&per_block)
         .zip(&device.per_block)
-        .map(|((ops, us), dev)| BlockProfile { ops: ops.clone(), kinds: kinds(ops), host_us: median(us), device_us: (!dev.is_empty()).then(|| median(dev)) })
+        .map(|((ops, us), dev)| BlockProfile {
+            ops: ops.clone(),
+            kinds: kinds(ops),
+            host_us: median(us),
+            device_us: (!dev.is_empty()).then(|| median(dev)),
+        })
         .collect();
     Ok(ArmProfile {
         arm: arm.into(),
@@ -197,8 +220,19 @@ fn median(xs: &[f64]) -> f64 {
 pub fn text(model: &str, arms: &[ArmProfile], top: usize) -> String {
     let mut out = String::new();
     for a in arms {
-        let _ = writeln!(out, "{model} under {}: step {:.3} ms (median of {}); {} blocks ({} fused); host time in blocks {:.3} ms = {:.0} % of the step ({} of {} steps matched the recorded blocks)",
-            a.arm, a.step_ms, a.steps_timed, a.blocks.len(), a.fused_blocks, a.host_ms, 100.0 * a.host_share(), a.steps_used, a.steps_timed);
+        let _ = writeln!(
+            out,
+            "{model} under {}: step {:.3} ms (median of {}); {} blocks ({} fused); host time in blocks {:.3} ms = {:.0} % of the step ({} of {} steps matched the recorded blocks)",
+            a.arm,
+            a.step_ms,
+            a.steps_timed,
+            a.blocks.len(),
+            a.fused_blocks,
+            a.host_ms,
+            100.0 * a.host_share(),
+            a.steps_used,
+            a.steps_timed
+        );
         let _ = writeln!(out, "  {}", device_line(a));
         let _ = writeln!(out, "  {}", a.verdict());
         let key = |b: &BlockProfile| if a.device_ms.is_some() { b.device_us.unwrap_or(-1.0) } else { b.host_us };
@@ -213,7 +247,15 @@ pub fn text(model: &str, arms: &[ArmProfile], top: usize) -> String {
                 _ => String::new(),
             };
             let dev = b.device_us.map_or("–".to_string(), |d| format!("{d:.1}"));
-            let _ = writeln!(out, "  {:>5}  {:>9}  {:>9.1}  {:>4}  {}", i, dev, b.host_us, b.ops.len(), truncate(&ops, 100));
+            let _ = writeln!(
+                out,
+                "  {:>5}  {:>9}  {:>9.1}  {:>4}  {}",
+                i,
+                dev,
+                b.host_us,
+                b.ops.len(),
+                truncate(&ops, 100)
+            );
         }
     }
     if let [burn, plan] = arms {
@@ -221,7 +263,14 @@ pub fn text(model: &str, arms: &[ArmProfile], top: usize) -> String {
             (Some(b), Some(p)) => format!(", device time {:.4}", p / b),
             _ => String::new(),
         };
-        let _ = writeln!(out, "plan / Burn: step {:.4}, host time in blocks {:.4}{device}, blocks {} -> {}", plan.step_ms / burn.step_ms, plan.host_ms / burn.host_ms, burn.blocks.len(), plan.blocks.len());
+        let _ = writeln!(
+            out,
+            "plan / Burn: step {:.4}, host time in blocks {:.4}{device}, blocks {} -> {}",
+            plan.step_ms / burn.step_ms,
+            plan.host_ms / burn.host_ms,
+            burn.blocks.len(),
+            plan.blocks.len()
+        );
     }
     out
 }
@@ -229,9 +278,18 @@ pub fn text(model: &str, arms: &[ArmProfile], top: usize) -> String {
 /// The arm's device-time total, or why there is none.
 fn device_line(a: &ArmProfile) -> String {
     match a.device_ms {
-        Some(d) => format!("device time in blocks {d:.3} ms = {:.0} % of the step ({} timing; {} blocks measured; median of {} of {} profiled steps, which are not the timed steps)",
-            100.0 * d / a.step_ms, a.device_method, a.blocks.iter().filter(|b| b.device_us.is_some()).count(), a.device_steps_used, a.device_steps),
-        None => format!("device time: not measured ({} of {} profiled steps matched the recorded blocks, and no block's profile window carried a measurement)", a.device_steps_used, a.device_steps),
+        Some(d) => format!(
+            "device time in blocks {d:.3} ms = {:.0} % of the step ({} timing; {} blocks measured; median of {} of {} profiled steps, which are not the timed steps)",
+            100.0 * d / a.step_ms,
+            a.device_method,
+            a.blocks.iter().filter(|b| b.device_us.is_some()).count(),
+            a.device_steps_used,
+            a.device_steps
+        ),
+        None => format!(
+            "device time: not measured ({} of {} profiled steps matched the recorded blocks, and no block's profile window carried a measurement)",
+            a.device_steps_used, a.device_steps
+        ),
     }
 }
 
@@ -244,8 +302,24 @@ mod tests {
     use super::*;
 
     fn arm(step_ms: f64, host_us: &[f64]) -> ArmProfile {
-        let blocks = host_us.iter().enumerate().map(|(i, &h)| BlockProfile { ops: vec![i as u32], kinds: "Add".into(), host_us: h, device_us: None }).collect::<Vec<_>>();
-        ArmProfile { arm: "x".into(), step_ms, host_ms: host_us.iter().sum::<f64>() / 1e3, fused_blocks: 0, blocks, steps_used: 1, steps_timed: 1, device_ms: None, device_method: String::new(), device_steps_used: 0, device_steps: DEVICE_STEPS as usize }
+        let blocks = host_us
+            .iter()
+            .enumerate()
+            .map(|(i, &h)| BlockProfile { ops: vec![i as u32], kinds: "Add".into(), host_us: h, device_us: None })
+            .collect::<Vec<_>>();
+        ArmProfile {
+            arm: "x".into(),
+            step_ms,
+            host_ms: host_us.iter().sum::<f64>() / 1e3,
+            fused_blocks: 0,
+            blocks,
+            steps_used: 1,
+            steps_timed: 1,
+            device_ms: None,
+            device_method: String::new(),
+            device_steps_used: 0,
+            device_steps: DEVICE_STEPS as usize,
+        }
     }
 
     /// `arm` with device times per block (microseconds), in block order.
@@ -270,7 +344,11 @@ mod tests {
         assert!(busy.verdict().starts_with("bound by device work: the device runs kernels 80 %"), "{}", busy.verdict());
         let idle = with_device(arm(10.0, &[1000.0, 1000.0]), &[Some(500.0), None]);
         let v = idle.verdict();
-        assert!(v.starts_with("bound by fixed per-step cost: the device runs kernels only 5 %") && v.contains("host work in blocks is 20 %"), "{v}");
+        assert!(
+            v.starts_with("bound by fixed per-step cost: the device runs kernels only 5 %")
+                && v.contains("host work in blocks is 20 %"),
+            "{v}"
+        );
     }
 
     #[test]
@@ -278,7 +356,10 @@ mod tests {
         let a = with_device(arm(2.0, &[300.0, 10.0, 20.0]), &[Some(5.0), Some(900.0), None]);
         let t = text("m", &[a.clone(), a], 3);
         let lines: Vec<&str> = t.lines().collect();
-        assert!(lines[1].contains("device time in blocks 0.905 ms = 45 % of the step (device timing; 2 blocks measured"), "{t}");
+        assert!(
+            lines[1].contains("device time in blocks 0.905 ms = 45 % of the step (device timing; 2 blocks measured"),
+            "{t}"
+        );
         let rows: Vec<&str> = lines[4..7].iter().map(|l| l.split_whitespace().next().unwrap()).collect();
         assert_eq!(rows, ["1", "0", "2"], "{t}");
         assert!(lines[6].contains(" – "), "an unmeasured block shows a dash: {t}");

@@ -86,7 +86,8 @@ pub struct RaceCheck {
 pub fn race_check(resolve: &Resolver, args: &RaceCheckArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.trials > 0, "--trials must be at least 1");
     anyhow::ensure!(args.slowdown.iter().all(|s| (0.0..=10.0).contains(s)), "--slowdown fractions must be in 0..=10");
-    let cache = crate::autotune::pin_autotune_cache(&args.autotune_cache.clone().unwrap_or_else(cubecl::environment::root))?;
+    let cache =
+        crate::autotune::pin_autotune_cache(&args.autotune_cache.clone().unwrap_or_else(cubecl::environment::root))?;
     let factory = resolve_model(resolve, &args.model)?;
     let mut model = factory.build(args.model.regime).map_err(anyhow::Error::msg)?;
     // Cold cost: compilation, autotune (unless the pinned cache already holds the decisions)
@@ -110,13 +111,20 @@ pub fn race_check(resolve: &Resolver, args: &RaceCheckArgs) -> anyhow::Result<()
     for &fraction in &args.slowdown {
         let slowdown = (fraction > 0.0).then_some(Slowdown { id: 1, fraction });
         let mut run_race = |rules: &RaceRules, visit: &mut Option<VisitShape>| -> anyhow::Result<Race> {
-            let (race, shape, _) = race_on_device(model.as_mut(), &[&burn, &twin], |_| true, rules, slowdown, |_, _| {}).map_err(anyhow::Error::msg)?;
+            let (race, shape, _) =
+                race_on_device(model.as_mut(), &[&burn, &twin], |_| true, rules, slowdown, |_, _| {})
+                    .map_err(anyhow::Error::msg)?;
             visit.get_or_insert(shape);
             Ok(race)
         };
         let calibration = match (fraction > 0.0, args.calibrate_rounds) {
             (true, n) if n > 0 => {
-                let fixed = RaceRules { min_rounds: n, max_rounds: n, budget: std::time::Duration::from_secs(3600), ..rules.clone() };
+                let fixed = RaceRules {
+                    min_rounds: n,
+                    max_rounds: n,
+                    budget: std::time::Duration::from_secs(3600),
+                    ..rules.clone()
+                };
                 let race = run_race(&fixed, &mut check.visit)?;
                 eprintln!("race-check: slowdown {fraction}: calibrated ratio {}", race.standings[0].describe());
                 Some(race.standings[0].clone())
@@ -126,10 +134,17 @@ pub fn race_check(resolve: &Resolver, args: &RaceCheckArgs) -> anyhow::Result<()
         check.levels.push(Level::new(fraction, calibration));
         for t in 0..args.trials {
             let race = run_race(&rules, &mut check.visit)?;
-            eprintln!("race-check: slowdown {fraction} trial {}/{}: {} ({})", t + 1, args.trials, race.standings[0].describe(), race.stop_text());
+            eprintln!(
+                "race-check: slowdown {fraction} trial {}/{}: {} ({})",
+                t + 1,
+                args.trials,
+                race.standings[0].describe(),
+                race.stop_text()
+            );
             check.levels.last_mut().expect("pushed above").record(race);
             // Written after every trial: a run killed at a time limit keeps what it measured.
-            write_atomic(&args.output, &to_ron(&check)).with_context(|| format!("cannot write {}", args.output.display()))?;
+            write_atomic(&args.output, &to_ron(&check))
+                .with_context(|| format!("cannot write {}", args.output.display()))?;
         }
     }
     print!("{}", table(&check));
@@ -138,7 +153,16 @@ pub fn race_check(resolve: &Resolver, args: &RaceCheckArgs) -> anyhow::Result<()
 
 impl Level {
     fn new(slowdown: f64, calibration: Option<Standing>) -> Self {
-        Self { slowdown, calibration, trials: vec![], faster: 0, slower: 0, equivalent: 0, not_separated: 0, races: vec![] }
+        Self {
+            slowdown,
+            calibration,
+            trials: vec![],
+            faster: 0,
+            slower: 0,
+            equivalent: 0,
+            not_separated: 0,
+            races: vec![],
+        }
     }
 
     /// Adds one race's verdict (the challenger's) and its raw visits.
@@ -151,7 +175,12 @@ impl Level {
             Verdict::NotSeparated => self.not_separated += 1,
             Verdict::Broken(_) => {}
         }
-        self.trials.push(Trial { stop: race.stop.clone(), standing: s, rounds: race.rounds.len(), seconds: race.seconds });
+        self.trials.push(Trial {
+            stop: race.stop.clone(),
+            standing: s,
+            rounds: race.rounds.len(),
+            seconds: race.seconds,
+        });
         self.races.push(race);
     }
 }
@@ -159,19 +188,49 @@ impl Level {
 /// The Markdown summary of a check.
 pub fn table(c: &RaceCheck) -> String {
     let mut md = String::new();
-    let _ = writeln!(md, "race-check {} {} on {} ({}, {}), commit {}, {}", c.model, c.regime, c.device.adapter, c.device.backend, c.device.compiler, c.commit, c.date);
-    let _ = writeln!(md, "warm-up (compilation, autotune, exploration; untimed): {:.1} s; autotune cache {}", c.warmup_s, c.autotune_cache.as_deref().unwrap_or("CubeCL's default"));
+    let _ = writeln!(
+        md,
+        "race-check {} {} on {} ({}, {}), commit {}, {}",
+        c.model, c.regime, c.device.adapter, c.device.backend, c.device.compiler, c.commit, c.date
+    );
+    let _ = writeln!(
+        md,
+        "warm-up (compilation, autotune, exploration; untimed): {:.1} s; autotune cache {}",
+        c.warmup_s,
+        c.autotune_cache.as_deref().unwrap_or("CubeCL's default")
+    );
     if let Some(v) = &c.visit {
-        let _ = writeln!(md, "visits: {} steps per timed block (Burn's step {:.3} ms); rules: alpha {}, min effect {}, rounds {}..{}, budget {:.0} s per race",
-            v.steps_per_visit, v.step_ms, c.rules.alpha, c.rules.min_effect, c.rules.min_rounds, c.rules.max_rounds, c.rules.budget.as_secs_f64());
+        let _ = writeln!(
+            md,
+            "visits: {} steps per timed block (Burn's step {:.3} ms); rules: alpha {}, min effect {}, rounds {}..{}, budget {:.0} s per race",
+            v.steps_per_visit,
+            v.step_ms,
+            c.rules.alpha,
+            c.rules.min_effect,
+            c.rules.min_rounds,
+            c.rules.max_rounds,
+            c.rules.budget.as_secs_f64()
+        );
     }
-    let _ = writeln!(md, "\n| slowdown | calibrated ratio [interval] | trials | declared slower | declared faster | equivalent | not separated | median rounds |\n|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(
+        md,
+        "\n| slowdown | calibrated ratio [interval] | trials | declared slower | declared faster | equivalent | not separated | median rounds |\n|---|---|---|---|---|---|---|---|"
+    );
     for l in &c.levels {
         let cal = l.calibration.as_ref().map_or("–".into(), |s| format!("{:.4} [{:.4}, {:.4}]", s.ratio, s.lo, s.hi));
         let mut rounds: Vec<usize> = l.trials.iter().map(|t| t.rounds).collect();
         rounds.sort();
         let median = rounds.get(rounds.len() / 2).copied().unwrap_or(0);
-        let _ = writeln!(md, "| {:.3} | {cal} | {} | {} | {} | {} | {} | {median} |", l.slowdown, l.trials.len(), l.slower, l.faster, l.equivalent, l.not_separated);
+        let _ = writeln!(
+            md,
+            "| {:.3} | {cal} | {} | {} | {} | {} | {} | {median} |",
+            l.slowdown,
+            l.trials.len(),
+            l.slower,
+            l.faster,
+            l.equivalent,
+            l.not_separated
+        );
     }
     md
 }

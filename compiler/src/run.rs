@@ -1,8 +1,8 @@
 //! `blazec run`: a model for some steps, optionally under a plan file.
 use crate::catalog::{ModelArgs, Resolver, resolve_model};
+use crate::drive::Settle;
 use crate::files::{to_ron, write_atomic};
 use crate::runner::{Loaded, contract_of, run_loaded};
-use crate::drive::Settle;
 use blaze_runtime::{LoadOutcome, load_bundle, load_plan, preset_submission_batch};
 use clap::Args;
 use std::path::PathBuf;
@@ -77,20 +77,38 @@ pub fn run(resolve: &Resolver, args: &RunArgs) -> anyhow::Result<()> {
     };
     println!("plan: {}", report.plan);
     if let Some(execution) = &report.execution {
-        println!("execution: {execution} ({} replays){}", report.replays, report.recording.map_or(String::new(), |m| format!("; {}", describe_memory(&m))));
+        println!(
+            "execution: {execution} ({} replays){}",
+            report.replays,
+            report.recording.map_or(String::new(), |m| format!("; {}", describe_memory(&m)))
+        );
     }
     if let (Some(load), Some(check)) = (report.plan_load_ms, report.op_stream_check_ms) {
         let per_op = |n: usize| if n > 0 { format!("{:.2} us", check * 1e3 / n as f64) } else { "–".into() };
         let judged = report.op_stream_check_ops.unwrap_or(0) as usize;
-        println!("plan load {load:.3} ms; automatic op-stream check {check:.3} ms over {judged} operations judged ({} per operation of the step, {} per operation judged; CPU time of the program's threads)", per_op(report.ops), per_op(judged));
+        println!(
+            "plan load {load:.3} ms; automatic op-stream check {check:.3} ms over {judged} operations judged ({} per operation of the step, {} per operation judged; CPU time of the program's threads)",
+            per_op(report.ops),
+            per_op(judged)
+        );
     }
     println!("warm-up step ms: {:?}", report.warmup_ms.iter().map(|t| t.round()).collect::<Vec<_>>());
     println!("losses: {:?}", report.losses);
     println!("step ms: {:?}", report.step_ms.iter().map(|t| (t * 100.0).round() / 100.0).collect::<Vec<_>>());
-    println!("partition {} ({} ops, {} blocks, {} fused)", report.partition.fingerprint(), report.ops,
-        report.partition.blocks.len(), report.partition.fused_blocks().count());
+    println!(
+        "partition {} ({} ops, {} blocks, {} fused)",
+        report.partition.fingerprint(),
+        report.ops,
+        report.partition.blocks.len(),
+        report.partition.fused_blocks().count()
+    );
     if let Some(partition) = &report.recorded_partition {
-        println!("recorded partition {} ({} blocks, {} fused)", partition.fingerprint(), partition.blocks.len(), partition.fused_blocks().count());
+        println!(
+            "recorded partition {} ({} blocks, {} fused)",
+            partition.fingerprint(),
+            partition.blocks.len(),
+            partition.fused_blocks().count()
+        );
     }
     if let Some(path) = &args.report {
         write_atomic(path, &to_ron(&report))?;
@@ -101,6 +119,10 @@ pub fn run(resolve: &Resolver, args: &RunArgs) -> anyhow::Result<()> {
 /// `memory pools reserve 812.0 MiB with the recording live (640.0 MiB before it; 700.2 MiB in use)`.
 pub fn describe_memory(m: &blaze_runtime::RecordingMemory) -> String {
     let mib = |b: Option<u64>| b.map_or("?".to_string(), |b| format!("{:.1} MiB", b as f64 / (1 << 20) as f64));
-    format!("memory pools reserve {} with the recording live ({} before it; {} in use)", mib(m.reserved_live), mib(m.reserved_before), mib(m.in_use_live))
+    format!(
+        "memory pools reserve {} with the recording live ({} before it; {} in use)",
+        mib(m.reserved_live),
+        mib(m.reserved_before),
+        mib(m.in_use_live)
+    )
 }
-

@@ -109,8 +109,12 @@ impl Loaded<'_> {
             },
             Loaded::Bundle(b) => match (&b.fallback, b.installed()) {
                 (Some(e), _) => format!("fallback: {e}"),
-                (None, Some(entry)) => format!("applied (bundle entry {})", blaze_ir::bundle::EntryKey::of(&entry.contract)),
-                (None, None) => format!("none installed: {}", b.events().last().map_or("no step-sized window yet", String::as_str)),
+                (None, Some(entry)) => {
+                    format!("applied (bundle entry {})", blaze_ir::bundle::EntryKey::of(&entry.contract))
+                }
+                (None, None) => {
+                    format!("none installed: {}", b.events().last().map_or("no step-sized window yet", String::as_str))
+                }
             },
         }
     }

@@ -14,8 +14,8 @@
 //! A plan that does not apply (fallback, or an op stream the runtime withdraws) ends the server
 //! with exit 1 and one `error:` line: the arm would not be what it claims to be.
 use crate::catalog::{ModelArgs, Resolver, resolve_model};
-use crate::runner::contract_of;
 use crate::drive::{Settle, settle};
+use crate::runner::contract_of;
 use crate::tune::measure::{median_step_ms, visit_block};
 use blaze_runtime::watch::OpStreamCheck;
 use blaze_runtime::{LoadOutcome, load_plan, preset_submission_batch};
@@ -97,13 +97,18 @@ pub fn serve(resolve: &Resolver, args: &ServeArgs) -> anyhow::Result<()> {
 
 /// One stderr line on where a server's start-up went.
 fn warm_up_line(built_s: f64, first_s: f64, more_steps: usize, rest_s: f64) -> String {
-    format!("serve: model built in {built_s:.1} s; first step {first_s:.1} s; {more_steps} more untimed steps in {rest_s:.1} s")
+    format!(
+        "serve: model built in {built_s:.1} s; first step {first_s:.1} s; {more_steps} more untimed steps in {rest_s:.1} s"
+    )
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn the_warm_up_line_names_each_part() {
-        assert_eq!(super::warm_up_line(0.31, 61.04, 33, 2.5), "serve: model built in 0.3 s; first step 61.0 s; 33 more untimed steps in 2.5 s");
+        assert_eq!(
+            super::warm_up_line(0.31, 61.04, 33, 2.5),
+            "serve: model built in 0.3 s; first step 61.0 s; 33 more untimed steps in 2.5 s"
+        );
     }
 }

@@ -46,7 +46,14 @@ pub fn candidates(trace: &Trace, budget: usize, seed: u64) -> (Vec<Candidate>, C
 
 /// Runs the three stages. With `check_egraph`, every request is confirmed (not only the
 /// e-graph's representatives) so that false merges are counted.
-pub fn explore_space(factory: &dyn ModelFactory, trace: &Trace, budget: usize, seed: u64, check_egraph: bool, by_class: bool) -> anyhow::Result<SpaceReport> {
+pub fn explore_space(
+    factory: &dyn ModelFactory,
+    trace: &Trace,
+    budget: usize,
+    seed: u64,
+    check_egraph: bool,
+    by_class: bool,
+) -> anyhow::Result<SpaceReport> {
     let (cands, canon) = if by_class { class_candidates(trace, budget) } else { candidates(trace, budget, seed) };
     let to_run: Vec<&Candidate> = if check_egraph {
         cands.iter().collect()
@@ -56,9 +63,11 @@ pub fn explore_space(factory: &dyn ModelFactory, trace: &Trace, budget: usize, s
     let mut model = factory.build(trace.regime).map_err(anyhow::Error::msg)?;
     let parts = executed_partitions(model.as_mut(), &to_run, |i, n| eprint!("\rconfirm {}/{n}", i + 1));
     eprintln!();
-    let fingerprints: BTreeMap<usize, String> = to_run.iter().zip(&parts).map(|(c, p)| (c.id, p.fingerprint())).collect();
+    let fingerprints: BTreeMap<usize, String> =
+        to_run.iter().zip(&parts).map(|(c, p)| (c.id, p.fingerprint())).collect();
     let reps = canon.representatives();
-    let rep_parts: Vec<_> = reps.iter().map(|id| parts[to_run.iter().position(|c| c.id == *id).unwrap()].clone()).collect();
+    let rep_parts: Vec<_> =
+        reps.iter().map(|id| parts[to_run.iter().position(|c| c.id == *id).unwrap()].clone()).collect();
     let confirm_groups = group_by_fingerprint(&reps, &rep_parts);
     Ok(SpaceReport {
         model: trace.model.clone(),
@@ -80,7 +89,15 @@ pub fn explore_space(factory: &dyn ModelFactory, trace: &Trace, budget: usize, s
 pub fn summary(r: &SpaceReport) -> String {
     format!(
         "{} {}: {} live cut points; requested {} / collapsed by e-graph {} ({}) / collapsed by confirm {} / survivors {}; false merges {} of {} confirmed requests",
-        r.model, r.regime, r.live_cut_points, r.requested.len(), r.collapsed_by_egraph, r.egraph_stop_reason,
-        r.collapsed_by_confirm, r.survivors.len(), r.false_merges.len(), r.confirmed_requests
+        r.model,
+        r.regime,
+        r.live_cut_points,
+        r.requested.len(),
+        r.collapsed_by_egraph,
+        r.egraph_stop_reason,
+        r.collapsed_by_confirm,
+        r.survivors.len(),
+        r.false_merges.len(),
+        r.confirmed_requests
     )
 }

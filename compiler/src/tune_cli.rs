@@ -154,10 +154,19 @@ pub struct TuneArgs {
 pub fn check_device(requested: &str) -> anyhow::Result<()> {
     let info = blaze_workloads::device::device_info();
     match requested {
-        "metal" if !cfg!(target_os = "macos") => bail!("--device metal: Metal is not available on this machine ({}); use --device vulkan or lavapipe", std::env::consts::OS),
-        "metal" => bail!("--device metal: this blazec was built without Metal support (build with the `metal` feature)"),
-        "vulkan" if info.backend != "vulkan" => bail!("--device vulkan: no Vulkan adapter found (wgpu offers `{}` on {})", info.adapter, info.backend),
-        "lavapipe" if !info.adapter.contains("llvmpipe") => bail!("--device lavapipe: the adapter is `{}`, not lavapipe (install mesa-vulkan-drivers)", info.adapter),
+        "metal" if !cfg!(target_os = "macos") => bail!(
+            "--device metal: Metal is not available on this machine ({}); use --device vulkan or lavapipe",
+            std::env::consts::OS
+        ),
+        "metal" => {
+            bail!("--device metal: this blazec was built without Metal support (build with the `metal` feature)")
+        }
+        "vulkan" if info.backend != "vulkan" => {
+            bail!("--device vulkan: no Vulkan adapter found (wgpu offers `{}` on {})", info.adapter, info.backend)
+        }
+        "lavapipe" if !info.adapter.contains("llvmpipe") => {
+            bail!("--device lavapipe: the adapter is `{}`, not lavapipe (install mesa-vulkan-drivers)", info.adapter)
+        }
         "vulkan" | "lavapipe" | "wgpu" => Ok(()),
         other => bail!("--device {other}: unknown device (expected vulkan, metal, wgpu or lavapipe)"),
     }
@@ -197,7 +206,11 @@ pub fn run_tune(resolve: &Resolver, args: &TuneArgs) -> anyhow::Result<()> {
             Some(fusion_off_child(&args.model, 20)?)
         }
     };
-    crate::tune::supervise::supervise(&crate::tune::supervise::Supervision { hang_timeout: args.hang_timeout, greedy: args.greedy.is_some(), fusion_off })
+    crate::tune::supervise::supervise(&crate::tune::supervise::Supervision {
+        hang_timeout: args.hang_timeout,
+        greedy: args.greedy.is_some(),
+        fusion_off,
+    })
 }
 
 /// The pipeline, in the worker process; writes every output atomically at the end, and the
@@ -207,7 +220,8 @@ fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path
     journal::inject_panic(args.inject_panic);
     if let Some(id) = args.inject_device_lost {
         // Before the model's first operation: the wgpu handle can only be kept at set-up.
-        blaze_burn::device::keep_device_for_fault_injection().map_err(|e| anyhow::anyhow!("--inject-device-lost: {e}"))?;
+        blaze_burn::device::keep_device_for_fault_injection()
+            .map_err(|e| anyhow::anyhow!("--inject-device-lost: {e}"))?;
         journal::inject_device_lost(Some(id));
     }
     crate::confirm::on_install(journal::installed);
@@ -249,7 +263,10 @@ fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path
             m.selection = format!("{}; {PROCESS_RACE_PENDING}", m.selection);
         }
         write_outputs(args, dir, &stem, &interim)?;
-        progress(&format!("in-process selection written to {} (rewritten when the race across processes ends)", args.output.display()));
+        progress(&format!(
+            "in-process selection written to {} (rewritten when the race across processes ends)",
+            args.output.display()
+        ));
         race_submission_batches(args, &mut result, &mut progress)?;
     }
     if std::io::stderr().is_terminal() && !args.verbose {
@@ -260,18 +277,29 @@ fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path
     println!("{}", report::markdown(&result));
     if let Some(bundle) = &args.bundle {
         let replaced = add_to_bundle(bundle, plan.clone())?;
-        println!("bundle {}: {} the entry for {}", bundle.display(), if replaced { "replaced" } else { "added" }, blaze_ir::bundle::EntryKey::of(&plan.contract));
+        println!(
+            "bundle {}: {} the entry for {}",
+            bundle.display(),
+            if replaced { "replaced" } else { "added" },
+            blaze_ir::bundle::EntryKey::of(&plan.contract)
+        );
         // The autotune decisions every candidate ran with (the tune's pinned cache).
         if let Some(cache) = std::env::var_os(AUTOTUNE_CACHE_ENV) {
             let file = crate::autotune::add_to_bundle(bundle, Path::new(&cache), &plan.contract.device)?;
-            println!("bundle {}: {} autotune decisions for this device in {}", bundle.display(), file.decisions, file.file);
+            println!(
+                "bundle {}: {} autotune decisions for this device in {}",
+                bundle.display(),
+                file.decisions,
+                file.file
+            );
         }
     }
     Ok(())
 }
 
 /// Said in the selection of outputs written before the race across processes has ended.
-pub const PROCESS_RACE_PENDING: &str = "submission batch: the race across processes had not ended when this was written";
+pub const PROCESS_RACE_PENDING: &str =
+    "submission batch: the race across processes had not ended when this was written";
 
 /// The results file, the report (markdown and svg) and the plan, each written atomically.
 fn write_outputs(args: &TuneArgs, dir: &Path, stem: &str, result: &crate::tune::TuneResult) -> anyhow::Result<()> {
@@ -283,11 +311,16 @@ fn write_outputs(args: &TuneArgs, dir: &Path, stem: &str, result: &crate::tune::
 
 /// The race across processes (`tune::processes`) of the submission batches, under the plan the
 /// in-process race selected; a kept value goes into the plan's settings.
-fn race_submission_batches(args: &TuneArgs, result: &mut crate::tune::TuneResult, progress: &mut dyn FnMut(&str)) -> anyhow::Result<()> {
+fn race_submission_batches(
+    args: &TuneArgs,
+    result: &mut crate::tune::TuneResult,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<()> {
     use crate::tune::processes::{ProcessPlan, ServeCommand, current_max_tasks, race_across_processes};
     let plan = result.plan.as_mut().expect("tune returns a plan");
     let plan_path = std::env::temp_dir().join(format!("blaze-serve-plan-{}.ron", std::process::id()));
-    let mut serve_args = vec!["serve".to_string(), args.model.model.clone(), "--regime".into(), args.model.regime.to_string()];
+    let mut serve_args =
+        vec!["serve".to_string(), args.model.model.clone(), "--regime".into(), args.model.regime.to_string()];
     for (flag, value) in [("--batch", args.model.batch), ("--seq", args.model.seq)] {
         if let Some(v) = value {
             serve_args.extend([flag.to_string(), v.to_string()]);
@@ -302,8 +335,17 @@ fn race_submission_batches(args: &TuneArgs, result: &mut crate::tune::TuneResult
     // server so that their losses compare step by step.
     let settle = result.visit.as_ref().map_or(10, |v| v.settle_steps.max(5));
     serve_args.extend(["--warmup".into(), args.warmup.to_string(), "--settle-steps".into(), settle.to_string()]);
-    let cmd = ServeCommand { exe: std::env::current_exe().context("cannot find own executable")?, args: serve_args, timeout: std::time::Duration::from_secs(args.hang_timeout) };
-    let what = ProcessPlan { plan_text: result.selected_text.clone(), reference: current_max_tasks(), values: args.max_tasks.0.clone(), slowdown: args.inject_process_slowdown };
+    let cmd = ServeCommand {
+        exe: std::env::current_exe().context("cannot find own executable")?,
+        args: serve_args,
+        timeout: std::time::Duration::from_secs(args.hang_timeout),
+    };
+    let what = ProcessPlan {
+        plan_text: result.selected_text.clone(),
+        reference: current_max_tasks(),
+        values: args.max_tasks.0.clone(),
+        slowdown: args.inject_process_slowdown,
+    };
     let raced = race_across_processes(&cmd, &what, &args.race.rules(), &journal::beat, progress);
     if uses_plan {
         let _ = std::fs::remove_file(&plan_path);
@@ -324,7 +366,8 @@ fn race_submission_batches(args: &TuneArgs, result: &mut crate::tune::TuneResult
 /// there but is not a readable bundle or plan is an error, never overwritten.
 pub fn add_to_bundle(path: &Path, plan: blaze_ir::PlanFile) -> anyhow::Result<bool> {
     let mut bundle = if path.exists() {
-        blaze_ir::Bundle::read(path).with_context(|| format!("--bundle {}: not a bundle this blazec can extend", path.display()))?
+        blaze_ir::Bundle::read(path)
+            .with_context(|| format!("--bundle {}: not a bundle this blazec can extend", path.display()))?
     } else {
         blaze_ir::Bundle::new()
     };
@@ -345,10 +388,17 @@ pub fn bundle_command(path: &Path, plans: &[std::path::PathBuf], autotune_cache:
 
 /// Adds `plans` to the bundle at `path` (each replacing the entry of its key) and, with
 /// `autotune_cache`, the autotune decisions of that cache root for the plans' one device.
-pub fn add_plans_to_bundle(path: &Path, plans: Vec<blaze_ir::PlanFile>, autotune_cache: Option<&Path>) -> anyhow::Result<()> {
+pub fn add_plans_to_bundle(
+    path: &Path,
+    plans: Vec<blaze_ir::PlanFile>,
+    autotune_cache: Option<&Path>,
+) -> anyhow::Result<()> {
     let device = plans.first().context("no plan to add")?.contract.device.clone();
     if autotune_cache.is_some() {
-        anyhow::ensure!(plans.iter().all(|p| p.contract.device == device), "--autotune-cache: the plans name more than one device; add them in one call per device");
+        anyhow::ensure!(
+            plans.iter().all(|p| p.contract.device == device),
+            "--autotune-cache: the plans name more than one device; add them in one call per device"
+        );
     }
     for plan in plans {
         let key = blaze_ir::bundle::EntryKey::of(&plan.contract);
@@ -418,7 +468,12 @@ fn parse_setting_list(text: &str, what: &str) -> Result<Widths, String> {
     for word in text.split(',') {
         match word.trim().parse::<u32>() {
             Ok(n) if (1..=blaze_ir::plan::MAX_SETTING).contains(&n) => out.push(n),
-            _ => return Err(format!("`{word}`: expected {what} 1..={} separated by commas, or `none`", blaze_ir::plan::MAX_SETTING)),
+            _ => {
+                return Err(format!(
+                    "`{word}`: expected {what} 1..={} separated by commas, or `none`",
+                    blaze_ir::plan::MAX_SETTING
+                ));
+            }
         }
     }
     out.sort_unstable();

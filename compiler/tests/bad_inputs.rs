@@ -8,9 +8,13 @@ use std::time::{Duration, Instant};
 /// A tune whose plan could not be written is refused before anything is measured.
 #[test]
 fn tune_refuses_an_unwritable_output_before_measuring() {
-    for (output, why) in [("/dev/null/plan.ron", "cannot create /dev/null"), ("/proc/self/plan.ron", "cannot write to /proc/self (the output goes there)")] {
+    for (output, why) in [
+        ("/dev/null/plan.ron", "cannot create /dev/null"),
+        ("/proc/self/plan.ron", "cannot write to /proc/self (the output goes there)"),
+    ] {
         let start = Instant::now();
-        let out = blazec(&["tune", "attention-d257", "--batch", "2", "--seq", "32", "--device", "vulkan", "-o", output]);
+        let out =
+            blazec(&["tune", "attention-d257", "--batch", "2", "--seq", "32", "--device", "vulkan", "-o", output]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{output}: {stderr}");
         let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
@@ -30,7 +34,12 @@ fn blazec_refuses_bad_trace_files_with_one_error_line() {
     let fifo = dir.join("fifo");
     let _ = std::process::Command::new("mkfifo").arg(&fifo).status();
     let plan = write("plan.ron", "PlanFile(format_version: 1)");
-    let damaged = write("damaged.ron", &std::fs::read_to_string(env!("CARGO_MANIFEST_DIR").to_string() + "/../ir/fuzz/corpus/trace/seed-tiny.ron").unwrap().replace("inputs: [0]", "inputs: [2]"));
+    let damaged = write(
+        "damaged.ron",
+        &std::fs::read_to_string(env!("CARGO_MANIFEST_DIR").to_string() + "/../ir/fuzz/corpus/trace/seed-tiny.ron")
+            .unwrap()
+            .replace("inputs: [0]", "inputs: [2]"),
+    );
     let cases: Vec<(String, &str)> = vec![
         (dir.join("missing.ron").to_str().unwrap().into(), "No such file or directory"),
         (dir.to_str().unwrap().into(), "it is a directory"),
@@ -86,18 +95,31 @@ fn a_shape_that_exhausts_memory_ends_with_one_clear_error_and_no_plan() {
             .expect("blazec runs")
     };
     let run = limited("run mlp-w1024-b200000 --regime training --warmup 1 --steps 1 --settle-ms 0");
-    let tune = limited(&format!("tune mlp-w1024-b200000 --regime training --device vulkan --budget 2 -o {}", plan.display()));
+    let tune =
+        limited(&format!("tune mlp-w1024-b200000 --regime training --device vulkan --budget 2 -o {}", plan.display()));
     for (what, out) in [("run", run), ("tune", tune)] {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{what}: {stderr}");
         let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
-        assert!(last.starts_with("error:") && last.contains("can't allocate buffer") && last.contains("the device ran out of memory"), "{what}: {last}");
+        assert!(
+            last.starts_with("error:")
+                && last.contains("can't allocate buffer")
+                && last.contains("the device ran out of memory"),
+            "{what}: {last}"
+        );
         assert_eq!(stderr.lines().filter(|l| l.starts_with("error:")).count(), 1, "{what}: {stderr}");
     }
     assert!(!plan.exists(), "no plan from a tune that could not measure");
     // Nothing is left behind that stops the next tune: one at a shape that fits, under the
     // same limit, writes its plan.
-    let again = limited(&format!("tune mlp-w1024 --batch 4 --regime forward --device vulkan --budget 2 --rounds 3 --max-blocks none --no-fusion-off -o {}", plan.display()));
-    assert!(again.status.success(), "a second tune after the one that ran out of memory: {}", String::from_utf8_lossy(&again.stderr));
+    let again = limited(&format!(
+        "tune mlp-w1024 --batch 4 --regime forward --device vulkan --budget 2 --rounds 3 --max-blocks none --no-fusion-off -o {}",
+        plan.display()
+    ));
+    assert!(
+        again.status.success(),
+        "a second tune after the one that ran out of memory: {}",
+        String::from_utf8_lossy(&again.stderr)
+    );
     blaze_ir::PlanFile::parse(&std::fs::read_to_string(&plan).unwrap()).expect("the second tune writes a valid plan");
 }

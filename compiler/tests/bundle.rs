@@ -8,7 +8,11 @@ fn check(bundle: &Bundle, tag: &str) -> (Option<i32>, String, String) {
     let path = scratch("check").join(format!("{tag}.blaze"));
     std::fs::write(&path, bundle.to_ron()).unwrap();
     let out = blazec(&["check", path.to_str().unwrap()]);
-    (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -32,7 +36,11 @@ fn check_says_which_entries_fit_this_machine_and_exits_accordingly() {
     only_elsewhere.upsert(elsewhere);
     let (code, table, stderr) = check(&only_elsewhere, "elsewhere");
     assert_eq!(code, Some(1), "{table}{stderr}");
-    assert!(stderr.lines().filter(|l| l.starts_with("error:")).count() == 1 && stderr.contains("no entry fits this machine"), "{stderr}");
+    assert!(
+        stderr.lines().filter(|l| l.starts_with("error:")).count() == 1
+            && stderr.contains("no entry fits this machine"),
+        "{stderr}"
+    );
 
     let mut stale = here;
     stale.contract.op_stream = "0123456789abcdef".into();
@@ -53,18 +61,46 @@ fn run_with_a_bundle_installs_the_entry_whose_op_stream_it_runs() {
     for regime in ["training", "forward"] {
         let (trace_path, _) = trace(regime);
         let plan = dir.join(format!("{regime}.ron"));
-        ok(&["plan", "--trace", trace_path.to_str().unwrap(), "--every-live", "3", "-o", plan.to_str().unwrap(), "--bundle", bundle.to_str().unwrap()]);
+        ok(&[
+            "plan",
+            "--trace",
+            trace_path.to_str().unwrap(),
+            "--every-live",
+            "3",
+            "-o",
+            plan.to_str().unwrap(),
+            "--bundle",
+            bundle.to_str().unwrap(),
+        ]);
         let (planned, _) = run(regime, Some(&plan), &format!("bundle-plan-{regime}"));
-        assert_ne!(planned.partition.fingerprint(), burn_default(regime).partition.fingerprint(), "{regime}: the plan changes the partition");
+        assert_ne!(
+            planned.partition.fingerprint(),
+            burn_default(regime).partition.fingerprint(),
+            "{regime}: the plan changes the partition"
+        );
 
         let report = dir.join(format!("{regime}.report.ron"));
         let mut args = vec!["run"];
         args.extend(SMALL);
-        args.extend(["--regime", regime, "--steps", "1", "--settle-ms", "0", "--bundle", bundle.to_str().unwrap(), "--report", report.to_str().unwrap()]);
+        args.extend([
+            "--regime",
+            regime,
+            "--steps",
+            "1",
+            "--settle-ms",
+            "0",
+            "--bundle",
+            bundle.to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
+        ]);
         let out = ok(&args);
         let stdout = String::from_utf8_lossy(&out.stdout);
         let bundled = read_report(&report);
-        assert!(bundled.plan.starts_with(&format!("applied (bundle entry attention-d257-b2s32 {regime} [")), "{stdout}");
+        assert!(
+            bundled.plan.starts_with(&format!("applied (bundle entry attention-d257-b2s32 {regime} [")),
+            "{stdout}"
+        );
         assert_eq!(bundled.partition.fingerprint(), planned.partition.fingerprint(), "{regime}: {stdout}");
         assert!(stdout.contains("plan load ") && bundled.plan_load_ms.is_some(), "{stdout}");
     }
@@ -85,7 +121,12 @@ fn a_bundle_ships_autotune_decisions_and_a_fresh_cache_imports_them() {
         out
     };
     let run_args = |extra: &[&str], report: &std::path::Path| -> Vec<String> {
-        let mut a: Vec<String> = ["run"].iter().chain(model.iter()).chain(["--steps", "1", "--settle-ms", "0", "--report"].iter()).map(|s| s.to_string()).collect();
+        let mut a: Vec<String> = ["run"]
+            .iter()
+            .chain(model.iter())
+            .chain(["--steps", "1", "--settle-ms", "0", "--report"].iter())
+            .map(|s| s.to_string())
+            .collect();
         a.push(report.to_str().unwrap().into());
         a.extend(extra.iter().map(|s| s.to_string()));
         a
@@ -98,7 +139,19 @@ fn a_bundle_ships_autotune_decisions_and_a_fresh_cache_imports_them() {
     with_cache(&trace_args, "warm");
     let bundle = dir.join("model.blaze");
     let plan = dir.join("p.ron");
-    let out = ok(&["plan", "--trace", trace_path.to_str().unwrap(), "--every-live", "3", "-o", plan.to_str().unwrap(), "--bundle", bundle.to_str().unwrap(), "--autotune-cache", &cache("warm")]);
+    let out = ok(&[
+        "plan",
+        "--trace",
+        trace_path.to_str().unwrap(),
+        "--every-live",
+        "3",
+        "-o",
+        plan.to_str().unwrap(),
+        "--bundle",
+        bundle.to_str().unwrap(),
+        "--autotune-cache",
+        &cache("warm"),
+    ]);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     // `bundle …: <n> autotune decisions for this device in <file>`
     let (decisions, file): (usize, String) = stdout
@@ -108,14 +161,23 @@ fn a_bundle_ships_autotune_decisions_and_a_fresh_cache_imports_them() {
             Some((n.parse().ok()?, file.to_string()))
         })
         .unwrap_or_default();
-    assert!(decisions >= 1 && file.starts_with("model.blaze.autotune/llvmpipe") && file.ends_with(".cubecl"), "{stdout}");
+    assert!(
+        decisions >= 1 && file.starts_with("model.blaze.autotune/llvmpipe") && file.ends_with(".cubecl"),
+        "{stdout}"
+    );
     assert!(std::fs::read_to_string(&bundle).unwrap().contains("format_version: 2"));
 
     let seeded_report = dir.join("seeded.ron");
     let a = run_args(&["--bundle", bundle.to_str().unwrap()], &seeded_report);
     let out = with_cache(&a.iter().map(String::as_str).collect::<Vec<_>>(), "fresh");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(stderr.contains(&format!("autotune cache from {}: {decisions} decisions imported, 0 already present", dir.join(&file).display())), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "autotune cache from {}: {decisions} decisions imported, 0 already present",
+            dir.join(&file).display()
+        )),
+        "{stderr}"
+    );
     let seeded = read_report(&seeded_report);
     assert!(seeded.plan.starts_with("applied (bundle entry chain-32-b4"), "{}", seeded.plan);
 
@@ -130,7 +192,10 @@ fn a_bundle_ships_autotune_decisions_and_a_fresh_cache_imports_them() {
     let a = run_args(&["--bundle", bundle.to_str().unwrap()], &again);
     let out = with_cache(&a.iter().map(String::as_str).collect::<Vec<_>>(), "fresh");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains(&format!("0 decisions imported, {decisions} already present")), "the first run left them in its cache: {stderr}");
+    assert!(
+        stderr.contains(&format!("0 decisions imported, {decisions} already present")),
+        "the first run left them in its cache: {stderr}"
+    );
 }
 
 /// `blazec bundle`: plan files a user already has go into one bundle, each replacing the entry
@@ -141,8 +206,10 @@ fn bundle_adds_plan_files_validating_each_first() {
     let dir = scratch("bundle-add");
     let path = dir.join("model.blaze");
     let plans = env!("CARGO_MANIFEST_DIR").to_string() + "/../plans/withdrawn/";
-    let (training, forward) = (plans.clone() + "attention-d257.training.h200.ron", plans + "attention-d257.forward.h200.ron");
-    let out = String::from_utf8_lossy(&ok(&["bundle", path.to_str().unwrap(), &training, &forward]).stdout).into_owned();
+    let (training, forward) =
+        (plans.clone() + "attention-d257.training.h200.ron", plans + "attention-d257.forward.h200.ron");
+    let out =
+        String::from_utf8_lossy(&ok(&["bundle", path.to_str().unwrap(), &training, &forward]).stdout).into_owned();
     assert_eq!(out.matches(": added the entry for attention-d257").count(), 2, "{out}");
     let held = Bundle::read(&path).unwrap();
     assert_eq!(held.entries.len(), 2);
@@ -160,6 +227,9 @@ fn bundle_adds_plan_files_validating_each_first() {
     let refused = blazec(&["bundle", path.to_str().unwrap(), &training, bad.to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert_eq!(refused.status.code(), Some(1), "{stderr}");
-    assert!(stderr.lines().filter(|l| l.starts_with("error:")).count() == 1 && stderr.contains("bad.ron: not a plan file"), "{stderr}");
+    assert!(
+        stderr.lines().filter(|l| l.starts_with("error:")).count() == 1 && stderr.contains("bad.ron: not a plan file"),
+        "{stderr}"
+    );
     assert_eq!(std::fs::read(&path).unwrap(), before, "a refused call leaves the bundle as it was");
 }

@@ -34,7 +34,16 @@ fn run_forward_with(dir: &Path, tag: &str, load: &[&str], steps: u32, env: &[(&s
     let steps = steps.to_string();
     let mut args = vec!["run"];
     args.extend(SMALL);
-    args.extend(["--regime", "forward", "--steps", &steps, "--settle-steps", "0", "--report", report.to_str().unwrap()]);
+    args.extend([
+        "--regime",
+        "forward",
+        "--steps",
+        &steps,
+        "--settle-steps",
+        "0",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
     args.extend(load);
     let out = blazec_env(&args, env);
     assert!(out.status.success(), "run {tag}: {}", String::from_utf8_lossy(&out.stderr));
@@ -63,11 +72,25 @@ fn a_captured_plan_replays_fresh_batches_and_computes_the_eager_numbers() {
     let distinct: std::collections::BTreeSet<u32> = captured.losses.iter().map(|l| l.to_bits()).collect();
     assert!(distinct.len() >= captured.losses.len() - 1, "the replays see new batches: {:?}", captured.losses);
     let rel = max_rel_diff(&eager.losses, &captured.losses).max(max_rel_diff(&eager.logits, &captured.logits));
-    assert!(rel <= 1e-5, "replayed losses and outputs equal eager ones within 1e-5: {rel:e}\n{:?}\n{:?}", eager.losses, captured.losses);
+    assert!(
+        rel <= 1e-5,
+        "replayed losses and outputs equal eager ones within 1e-5: {rel:e}\n{:?}\n{:?}",
+        eager.losses,
+        captured.losses
+    );
     let memory = captured.recording.expect("the memory around the recording is reported");
-    assert!(memory.reserved_live.unwrap_or(0) >= memory.in_use_live.unwrap_or(0) && memory.in_use_live.unwrap_or(0) > 0, "{memory:?}");
+    assert!(
+        memory.reserved_live.unwrap_or(0) >= memory.in_use_live.unwrap_or(0) && memory.in_use_live.unwrap_or(0) > 0,
+        "{memory:?}"
+    );
     let recorded = captured.recorded_partition.expect("the partition executed while recording is observed");
-    assert!(recorded.fused_blocks().count() > 0 && recorded.blocks.len() + 10 > eager.partition.blocks.len(), "the recording executed the fused step: {} blocks ({} fused), eager {}", recorded.blocks.len(), recorded.fused_blocks().count(), eager.partition.blocks.len());
+    assert!(
+        recorded.fused_blocks().count() > 0 && recorded.blocks.len() + 10 > eager.partition.blocks.len(),
+        "the recording executed the fused step: {} blocks ({} fused), eager {}",
+        recorded.blocks.len(),
+        recorded.fused_blocks().count(),
+        eager.partition.blocks.len()
+    );
     // The gate verifies it: 20 replays on fresh batches against eager execution.
     let verdict = verify(&plan, &[]);
     assert!(verdict.contains("Verified"), "{verdict}");
@@ -97,7 +120,10 @@ fn the_gate_refuses_a_replay_whose_inputs_are_reallocated_instead_of_written_in_
     let (captured, _) = run_forward(&dir, "realloc", Some(&plan), 4, &env);
     assert_eq!(captured.execution.as_deref(), Some("captured"));
     let verdict = verify(&plan, &env);
-    assert!(verdict.contains("Refused") && verdict.contains("different"), "the stale input shows in the numbers: {verdict}");
+    assert!(
+        verdict.contains("Refused") && verdict.contains("different"),
+        "the stale input shows in the numbers: {verdict}"
+    );
 }
 
 #[test]
@@ -115,7 +141,10 @@ fn a_recording_the_backend_refuses_leaves_eager_execution_with_one_warning() {
     // runs eagerly on the batches after it, computing eager numbers.
     let (l, e) = (&fell_back.losses, &eager.losses);
     assert_eq!((l.len(), e.len()), (7, 8));
-    assert!(max_rel_diff(&e[..3], &l[..3]) <= 1e-5 && max_rel_diff(&e[4..], &l[3..]) <= 1e-5, "eager numbers: {l:?} vs {e:?}");
+    assert!(
+        max_rel_diff(&e[..3], &l[..3]) <= 1e-5 && max_rel_diff(&e[4..], &l[3..]) <= 1e-5,
+        "eager numbers: {l:?} vs {e:?}"
+    );
     let verdict = verify(&plan, &env);
     assert!(verdict.contains("Refused") && verdict.contains("not captured"), "{verdict}");
 }
@@ -134,7 +163,18 @@ fn run_training(dir: &Path, tag: &str, load: &[&str], steps: u32, env: &[(&str, 
     let steps = steps.to_string();
     let mut args = vec!["run"];
     args.extend(SMALL);
-    args.extend(["--regime", "training", "--warmup", "0", "--steps", &steps, "--settle-steps", "0", "--report", report.to_str().unwrap()]);
+    args.extend([
+        "--regime",
+        "training",
+        "--warmup",
+        "0",
+        "--steps",
+        &steps,
+        "--settle-steps",
+        "0",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
     args.extend(load);
     let out = blazec_env(&args, env);
     assert!(out.status.success(), "run {tag}: {}", String::from_utf8_lossy(&out.stderr));
@@ -154,7 +194,12 @@ fn a_captured_training_step_replays_burns_adam_and_the_gate_verifies_200_replays
     // Parameters and Adam's moments written back in place, the learning rate and bias
     // corrections on the device: every step's loss is Burn's eager Adam's.
     let rel = max_rel_diff(&eager.losses, &captured.losses);
-    assert!(rel <= 1e-5, "captured training follows the eager chain: {rel:e}\n{:?}\n{:?}", eager.losses, captured.losses);
+    assert!(
+        rel <= 1e-5,
+        "captured training follows the eager chain: {rel:e}\n{:?}\n{:?}",
+        eager.losses,
+        captured.losses
+    );
     assert!(eager.losses.last() < eager.losses.first(), "it learns: {:?}", eager.losses);
     let verdict = verify(&plan, &[]);
     assert!(verdict.contains("Verified"), "{verdict}");
@@ -178,7 +223,16 @@ fn a_plan_with_cuts_cannot_be_captured() {
     let dir = scratch("captured-cuts");
     let (trace, _) = trace("forward");
     let out = dir.join("cuts.ron");
-    let o = blazec(&["plan", "--trace", trace.to_str().unwrap(), "--every-live", "3", "--captured", "-o", out.to_str().unwrap()]);
+    let o = blazec(&[
+        "plan",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--every-live",
+        "3",
+        "--captured",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(stderr.contains("captured execution records plans without cuts only"), "{stderr}");

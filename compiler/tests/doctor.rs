@@ -65,14 +65,18 @@ fn doctor_names_exactly_the_block_whose_fused_kernel_is_wrong_and_unfuses_only_i
     let others = report.fused_blocks - 1;
     let same = report.others_unchanged.expect("counted");
     assert!(same * 10 >= others * 9, "the other fused blocks stay as Burn fused them ({same} of {others}): {stdout}");
-    let plan = blaze_ir::PlanFile::parse(&std::fs::read_to_string(dir.join("fix-training.ron")).unwrap()).expect("a valid plan");
+    let plan = blaze_ir::PlanFile::parse(&std::fs::read_to_string(dir.join("fix-training.ron")).unwrap())
+        .expect("a valid plan");
     let mut got: Vec<u64> = plan.cuts.iter().map(|c| c.0).collect();
     got.sort();
     let (_, ops) = trace.partition.fused_blocks_sorted().into_iter().find(|(b, _)| *b == block).unwrap();
     let want: Vec<u64> = ops[1..].iter().map(|&o| o as u64).collect();
     assert_eq!(got, want, "the plan cuts inside the faulted block and nowhere else");
     let md = std::fs::read_to_string(dir.join("fix-training.doctor.md")).unwrap();
-    assert!(md.contains("## Culprit: block") && md.contains("For a Burn bug report") && md.contains("Test fault injected"), "{md}");
+    assert!(
+        md.contains("## Culprit: block") && md.contains("For a Burn bug report") && md.contains("Test fault injected"),
+        "{md}"
+    );
 }
 
 /// A fault that no fuser ever sees (an operation Burn never fuses after another) is an error,

@@ -37,7 +37,11 @@ fn cut_plan_executes_exactly_its_cuts_replays_and_matches_burn_numerics() {
     // as operations arrive): the bound is twice that, against a check that grows with the
     // step. The target on the GPU machine is 1 us.
     let per_op_us = check * 1e3 / planned.ops as f64;
-    assert!(per_op_us <= 15.0, "the op-stream check costs {per_op_us:.2} us per operation of the step ({check:.3} ms for {} operations)", planned.ops);
+    assert!(
+        per_op_us <= 15.0,
+        "the op-stream check costs {per_op_us:.2} us per operation of the step ({check:.3} ms for {} operations)",
+        planned.ops
+    );
     assert_ne!(planned.partition.fingerprint(), default.partition.fingerprint(), "cuts changed nothing");
 
     let ids: Vec<u64> = cuts.iter().map(|c| c.0).collect();
@@ -83,7 +87,11 @@ fn bad_plan_files_fall_back_to_burn_with_one_clear_warning() {
         ("empty", Some(String::new()), "plan file is empty"),
         ("truncated", Some(text[..text.len() / 3].to_string()), "not valid plan RON"),
         ("newer-version", Some(text.replace("format_version: 1", "format_version: 7")), "format version 7"),
-        ("unknown-boundary", Some(unknown_boundary.to_ron().replace("999999", "999999")), "not cut points of its model: b999999"),
+        (
+            "unknown-boundary",
+            Some(unknown_boundary.to_ron().replace("999999", "999999")),
+            "not cut points of its model: b999999",
+        ),
         ("other-model", Some(other_model.to_ron()), "op stream"),
         ("other-device", Some(other_device.to_ron()), "device adapter `Apple M5`"),
     ];
@@ -96,8 +104,11 @@ fn bad_plan_files_fall_back_to_burn_with_one_clear_warning() {
         let (report, stderr) = run("forward", Some(&path), name);
         let warnings: Vec<&str> = stderr.lines().filter(|l| l.starts_with("warning: blaze:")).collect();
         assert_eq!(warnings.len(), 1, "{name}: expected one warning, got {warnings:?}");
-        assert!(warnings[0].contains(reason) && warnings[0].ends_with("using Burn's own fusion plan"),
-            "{name}: warning `{}` does not name `{reason}`", warnings[0]);
+        assert!(
+            warnings[0].contains(reason) && warnings[0].ends_with("using Burn's own fusion plan"),
+            "{name}: warning `{}` does not name `{reason}`",
+            warnings[0]
+        );
         assert!(report.plan.starts_with("fallback"), "{name}: {}", report.plan);
         assert_eq!(report.partition, default.partition, "{name}: Burn's own plan must be in force");
     }
@@ -110,7 +121,18 @@ fn run_settles_untimed_before_the_first_timed_step() {
     let report = scratch("settle").join("run.ron");
     let mut args = vec!["run"];
     args.extend(SMALL);
-    args.extend(["--regime", "forward", "--warmup", "1", "--steps", "2", "--settle-ms", "400", "--report", report.to_str().unwrap()]);
+    args.extend([
+        "--regime",
+        "forward",
+        "--warmup",
+        "1",
+        "--steps",
+        "2",
+        "--settle-ms",
+        "400",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
     ok(&args);
     let r = read_report(&report);
     assert!(r.settle_steps >= 1, "400 ms of settling ran no step");
@@ -121,7 +143,18 @@ fn run_settles_untimed_before_the_first_timed_step() {
     let counted = scratch("settle").join("counted.ron");
     let mut args = vec!["run"];
     args.extend(SMALL);
-    args.extend(["--regime", "forward", "--warmup", "1", "--steps", "2", "--settle-steps", "3", "--report", counted.to_str().unwrap()]);
+    args.extend([
+        "--regime",
+        "forward",
+        "--warmup",
+        "1",
+        "--steps",
+        "2",
+        "--settle-steps",
+        "3",
+        "--report",
+        counted.to_str().unwrap(),
+    ]);
     ok(&args);
     let c = read_report(&counted);
     assert_eq!(c.settle_steps, 3);

@@ -5,7 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Command modules: they parse arguments and print; everything else is a stage or a helper.
-const COMMANDS: [&str; 9] = ["cli", "run", "serve", "demo", "bench", "race_check", "tune_cli", "check", "live::command"];
+const COMMANDS: [&str; 9] =
+    ["cli", "run", "serve", "demo", "bench", "race_check", "tune_cli", "check", "live::command"];
 
 /// Module name of a source file: `tune/race.rs` -> `tune`, `live/command.rs` -> `live::command`.
 fn node_of(rel: &str) -> String {
@@ -49,7 +50,11 @@ fn imports() -> BTreeMap<String, BTreeSet<String>> {
             };
             for path in named {
                 let name: String = path.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-                let to = if name == "live" && path.starts_with("live::command") { "live::command".to_string() } else { name };
+                let to = if name == "live" && path.starts_with("live::command") {
+                    "live::command".to_string()
+                } else {
+                    name
+                };
                 if !to.is_empty() && to != from {
                     edges.insert(to);
                 }
@@ -65,7 +70,9 @@ fn no_stage_module_imports_a_command_module() {
     let offenders: Vec<String> = graph
         .iter()
         .filter(|(from, _)| !COMMANDS.contains(&from.as_str()) && from.as_str() != "main" && from.as_str() != "lib")
-        .flat_map(|(from, to)| to.iter().filter(|t| COMMANDS.contains(&t.as_str())).map(move |t| format!("{from} -> {t}")))
+        .flat_map(|(from, to)| {
+            to.iter().filter(|t| COMMANDS.contains(&t.as_str())).map(move |t| format!("{from} -> {t}"))
+        })
         .collect();
     assert!(offenders.is_empty(), "stage modules importing commands: {offenders:?}");
 }
@@ -74,7 +81,12 @@ fn no_stage_module_imports_a_command_module() {
 fn modules_import_each_other_without_cycles() {
     let graph = imports();
     // Depth-first search for a back edge; report the cycle.
-    fn visit(n: &str, g: &BTreeMap<String, BTreeSet<String>>, state: &mut BTreeMap<String, u8>, path: &mut Vec<String>) -> Option<Vec<String>> {
+    fn visit(
+        n: &str,
+        g: &BTreeMap<String, BTreeSet<String>>,
+        state: &mut BTreeMap<String, u8>,
+        path: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
         state.insert(n.to_string(), 1);
         path.push(n.to_string());
         for m in g.get(n).into_iter().flatten() {
@@ -104,5 +116,8 @@ fn modules_import_each_other_without_cycles() {
         }
     }
     // The test can fail: the graph it checks is the real one, with the commands in it.
-    assert!(graph.get("cli").is_some_and(|e| e.contains("tune_cli") && e.contains("catalog") && e.contains("run")), "{graph:?}");
+    assert!(
+        graph.get("cli").is_some_and(|e| e.contains("tune_cli") && e.contains("catalog") && e.contains("run")),
+        "{graph:?}"
+    );
 }

@@ -22,11 +22,35 @@ fn a_live_run_settles_rechecks_and_keeps_burns_numbers() {
     ok(&trace_args);
     let shipped = dir.join("shipped.ron");
     ok(&["plan", "--trace", trace_path.to_str().unwrap(), "--every-live", "2", "-o", shipped.to_str().unwrap()]);
-    let shipped_cuts: Vec<String> = blaze_ir::PlanFile::parse(&std::fs::read_to_string(&shipped).unwrap()).unwrap().cuts.iter().map(|c| c.to_string()).collect();
+    let shipped_cuts: Vec<String> = blaze_ir::PlanFile::parse(&std::fs::read_to_string(&shipped).unwrap())
+        .unwrap()
+        .cuts
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
     let mut args = vec!["live"];
     args.extend(MODEL);
     let steps = STEPS.to_string();
-    args.extend(["--bundle", shipped.to_str().unwrap(), "--steps", &steps, "--first-check", "30", "--min-rounds", "3", "--rounds", "12", "--check-rounds", "8", "--max-blocks", "1,2", "--cut-arms", "1", "-o", out.to_str().unwrap()]);
+    args.extend([
+        "--bundle",
+        shipped.to_str().unwrap(),
+        "--steps",
+        &steps,
+        "--first-check",
+        "30",
+        "--min-rounds",
+        "3",
+        "--rounds",
+        "12",
+        "--check-rounds",
+        "8",
+        "--max-blocks",
+        "1,2",
+        "--cut-arms",
+        "1",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     let stdout = String::from_utf8_lossy(&ok(&args).stdout).into_owned();
     let run: LiveRun = ron::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     let r = &run.report;
@@ -34,18 +58,30 @@ fn a_live_run_settles_rechecks_and_keeps_burns_numbers() {
     assert_eq!(r.arms[0].text, "c0: burn");
     assert_eq!(r.arms[1].text, format!("c1: {}", shipped_cuts.join(" ")), "the shipped entry is an arm");
     assert!(r.arms.len() >= 2, "arms: {:?}, refused {:?}", r.arms, r.refused);
-    assert!(r.arms[1..].iter().all(|a| a.verify.starts_with("Verified")), "every arm that ran was verified first: {:?}", r.arms);
+    assert!(
+        r.arms[1..].iter().all(|a| a.verify.starts_with("Verified")),
+        "every arm that ran was verified first: {:?}",
+        r.arms
+    );
     assert_eq!(r.usage.iter().map(|u| u.steps).sum::<u64>(), STEPS as u64, "every step ran under an arm");
 
-    let settled: Vec<u64> = r.events.iter().filter(|e| matches!(e.what, What::Settled { .. })).map(|e| e.step).collect();
-    let checks: Vec<(u64, u64)> = r.events.iter().filter_map(|e| match e.what {
-        What::Checked { next_in_steps, clean, .. } => Some((e.step, if clean { next_in_steps } else { 0 })),
-        _ => None,
-    }).collect();
+    let settled: Vec<u64> =
+        r.events.iter().filter(|e| matches!(e.what, What::Settled { .. })).map(|e| e.step).collect();
+    let checks: Vec<(u64, u64)> = r
+        .events
+        .iter()
+        .filter_map(|e| match e.what {
+            What::Checked { next_in_steps, clean, .. } => Some((e.step, if clean { next_in_steps } else { 0 })),
+            _ => None,
+        })
+        .collect();
     assert!(!settled.is_empty() && r.settle_step == Some(settled[0]), "{stdout}");
     assert!(!checks.is_empty(), "the schedule ran a check after settling: {stdout}");
     assert!(checks[0].0 >= settled[0] + 30, "the first check waits its delay: {checks:?} after {settled:?}");
-    assert!(stdout.contains("settled on c") && stdout.contains("| arm | plan | verify | steps | median ms/step |"), "{stdout}");
+    assert!(
+        stdout.contains("settled on c") && stdout.contains("| arm | plan | verify | steps | median ms/step |"),
+        "{stdout}"
+    );
 
     // Burn's own run of the same steps from the same seed: the live run's every loss within the
     // verification tolerance (relative to the largest loss).
@@ -72,26 +108,58 @@ fn a_drift_check_on_a_real_run_finds_the_kept_arm_slowed_and_settles_elsewhere()
     let out = dir.join("live.ron");
     let mut args = vec!["live"];
     args.extend(MODEL);
-    args.extend(["--steps", "1200", "--first-check", "20", "--min-rounds", "3", "--rounds", "20", "--check-rounds", "8", "--max-blocks", "1,2", "--cut-arms", "1", "--no-fusion-off", "--inject-drift", "1.0", "-o", out.to_str().unwrap()]);
+    args.extend([
+        "--steps",
+        "1200",
+        "--first-check",
+        "20",
+        "--min-rounds",
+        "3",
+        "--rounds",
+        "20",
+        "--check-rounds",
+        "8",
+        "--max-blocks",
+        "1,2",
+        "--cut-arms",
+        "1",
+        "--no-fusion-off",
+        "--inject-drift",
+        "1.0",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     let stdout = String::from_utf8_lossy(&ok(&args).stdout).into_owned();
     let run: LiveRun = ron::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     let events = &run.report.events;
-    let settles: Vec<(u64, usize)> = events.iter().filter_map(|e| match e.what {
-        What::Settled { winner, .. } => Some((e.step, winner)),
-        _ => None,
-    }).collect();
+    let settles: Vec<(u64, usize)> = events
+        .iter()
+        .filter_map(|e| match e.what {
+            What::Settled { winner, .. } => Some((e.step, winner)),
+            _ => None,
+        })
+        .collect();
     let failed_check = events.iter().find(|e| matches!(e.what, What::Checked { clean: false, .. }));
     let reopened = events.iter().find(|e| matches!(e.what, What::Reopened { .. }));
     let (check, reopen) = (failed_check.expect("a check that was not clean"), reopened.expect("a reopen"));
     assert!(!settles.is_empty(), "settled: {events:#?}\n{stdout}");
     let first = settles[0];
-    assert!(first.0 < check.step && check.step <= reopen.step, "settle, then a failed check and a reopen: {events:#?}\n{stdout}");
+    assert!(
+        first.0 < check.step && check.step <= reopen.step,
+        "settle, then a failed check and a reopen: {events:#?}\n{stdout}"
+    );
     match check.what {
-        What::Checked { ratio, hi, .. } => assert!(ratio < 1.0 && hi < 1.0, "the runner-up is faster with confidence: {:?}", check.what),
+        What::Checked { ratio, hi, .. } => {
+            assert!(ratio < 1.0 && hi < 1.0, "the runner-up is faster with confidence: {:?}", check.what)
+        }
         _ => unreachable!(),
     }
     // A selection that ends undecided keeps Burn's plan; if that was the slowed arm the next
     // check reopens again. In the end another arm is kept.
     let later: Vec<usize> = settles.iter().filter(|s| s.0 > reopen.step).map(|s| s.1).collect();
-    assert!(later.iter().any(|&w| w != first.1), "after the reopen an arm other than the slowed c{} is kept: {events:#?}", first.1);
+    assert!(
+        later.iter().any(|&w| w != first.1),
+        "after the reopen an arm other than the slowed c{} is kept: {events:#?}",
+        first.1
+    );
 }

@@ -16,8 +16,20 @@ fn patched_copy_is_stock_plus_patch() {
     let tmp = std::env::temp_dir().join(format!("blaze-patch-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     let root = root();
-    let out = sh(&format!("cp -a '{0}/vendor/burn-fusion-stock' '{1}' && cd '{1}' && patch -p1 --quiet < '{0}/patches/burn-fusion.patch' && diff -r -x '.blaze-*' . '{0}/vendor/burn-fusion'", root.display(), tmp.display()), &root);
-    assert!(out.status.success(), "patched copy differs from stock + patch:\n{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let out = sh(
+        &format!(
+            "cp -a '{0}/vendor/burn-fusion-stock' '{1}' && cd '{1}' && patch -p1 --quiet < '{0}/patches/burn-fusion.patch' && diff -r -x '.blaze-*' . '{0}/vendor/burn-fusion'",
+            root.display(),
+            tmp.display()
+        ),
+        &root,
+    );
+    assert!(
+        out.status.success(),
+        "patched copy differs from stock + patch:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     let _ = std::fs::remove_dir_all(&tmp);
 }
 
@@ -27,7 +39,14 @@ fn setup_refuses_an_edited_stock_copy_and_counts_the_patch() {
     let tmp = std::env::temp_dir().join(format!("blaze-setup-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(tmp.join("vendor")).unwrap();
-    let prep = sh(&format!("cp -a '{0}/patches' '{1}/' && cp '{0}/vendor/setup.sh' '{1}/vendor/' && cp -a '{0}/vendor/burn-fusion-stock' '{1}/vendor/'", root.display(), tmp.display()), &root);
+    let prep = sh(
+        &format!(
+            "cp -a '{0}/patches' '{1}/' && cp '{0}/vendor/setup.sh' '{1}/vendor/' && cp -a '{0}/vendor/burn-fusion-stock' '{1}/vendor/'",
+            root.display(),
+            tmp.display()
+        ),
+        &root,
+    );
     assert!(prep.status.success());
     let ok = sh("./vendor/setup.sh", &tmp);
     let stdout = String::from_utf8_lossy(&ok.stdout);

@@ -7,7 +7,16 @@ use common::*;
 fn egraph_merges_only_requests_that_execute_identically() {
     let (trace_path, _) = trace("forward");
     let out = scratch("space").join("space.ron");
-    let stdout = ok(&["space", "--trace", trace_path.to_str().unwrap(), "--budget", "8", "--check-egraph", "-o", out.to_str().unwrap()]);
+    let stdout = ok(&[
+        "space",
+        "--trace",
+        trace_path.to_str().unwrap(),
+        "--budget",
+        "8",
+        "--check-egraph",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     let summary = String::from_utf8_lossy(&stdout.stdout).into_owned();
     let report: blaze_compiler::space::SpaceReport = ron::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(report.requested.len(), 8, "{summary}");
@@ -16,15 +25,23 @@ fn egraph_merges_only_requests_that_execute_identically() {
     assert_eq!(report.egraph_stop_reason, "Saturated");
     let survivors = report.requested.len() - report.collapsed_by_egraph - report.collapsed_by_confirm;
     assert_eq!(report.survivors.len(), survivors);
-    assert!(report.requested[0].ends_with("burn") && report.survivors[0] == 0, "Burn's plan is candidate 0 and survives");
+    assert!(
+        report.requested[0].ends_with("burn") && report.survivors[0] == 0,
+        "Burn's plan is candidate 0 and survives"
+    );
 }
 
 #[test]
 fn verify_gate_refuses_a_faulty_plan_and_verifies_a_sound_one() {
     let (trace_path, _) = trace("training");
-    let faulty = String::from_utf8_lossy(&ok(&["verify", "--trace", trace_path.to_str().unwrap(), "--every-live", "4", "--inject-fault"]).stdout).into_owned();
+    let faulty = String::from_utf8_lossy(
+        &ok(&["verify", "--trace", trace_path.to_str().unwrap(), "--every-live", "4", "--inject-fault"]).stdout,
+    )
+    .into_owned();
     assert!(faulty.contains("Refused(\"different"), "{faulty}");
-    let sound = String::from_utf8_lossy(&ok(&["verify", "--trace", trace_path.to_str().unwrap(), "--every-live", "4"]).stdout).into_owned();
+    let sound =
+        String::from_utf8_lossy(&ok(&["verify", "--trace", trace_path.to_str().unwrap(), "--every-live", "4"]).stdout)
+            .into_owned();
     assert!(sound.contains("Verified"), "{sound}");
 }
 
@@ -50,15 +67,24 @@ fn verify_gate_refuses_a_plan_whose_fused_kernels_compute_a_wrong_value() {
     let cuts: Vec<u64> = trace.live_cut_points().into_iter().step_by(4).map(|c| c.0).collect();
     let partition = &trace.partition;
     // A residual add that Burn fuses after another op and that the plan does not cut before.
-    let target = partition.fused_blocks_sorted().into_iter().flat_map(|(_, ops)| ops.into_iter().skip(1)).find(|&o| {
-        let sig = &trace.ops[o as usize].sig;
-        sig.kind == "NumericFloat/Add" && sig.shapes.len() == 3 && sig.shapes[0] == sig.shapes[1] && !cuts.contains(&(o as u64))
-    }).expect("a fused residual add the plan keeps fused");
+    let target = partition
+        .fused_blocks_sorted()
+        .into_iter()
+        .flat_map(|(_, ops)| ops.into_iter().skip(1))
+        .find(|&o| {
+            let sig = &trace.ops[o as usize].sig;
+            sig.kind == "NumericFloat/Add"
+                && sig.shapes.len() == 3
+                && sig.shapes[0] == sig.shapes[1]
+                && !cuts.contains(&(o as u64))
+        })
+        .expect("a fused residual add the plan keeps fused");
     let fault = format!("{target}:plans");
     // The plan file a user has (`verify --plan`), made from the trace by the same cut rule.
     let plan = scratch("verify-fused-fault").join("plan.ron");
     ok(&["plan", "--trace", trace_path.to_str().unwrap(), "--every-live", "4", "-o", plan.to_str().unwrap()]);
-    let out = blazec_env(&["verify", "--plan", plan.to_str().unwrap()], &[(blaze_runtime::fault::FUSED_FAULT_ENV, &fault)]);
+    let out =
+        blazec_env(&["verify", "--plan", plan.to_str().unwrap()], &[(blaze_runtime::fault::FUSED_FAULT_ENV, &fault)]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("Refused(\"different"), "{stdout}");
@@ -78,7 +104,8 @@ fn tune_records_a_hanging_and_a_crashing_candidate_as_broken_and_goes_on() {
     // Piped and without -v, a tune still says what it is doing (one line per kind of stage).
     assert!(stderr.lines().filter(|l| l.starts_with("[blazec tune")).count() >= 3, "{stderr}");
 
-    let results: blaze_compiler::tune::TuneResult = ron::from_str(&std::fs::read_to_string(dir.join("plan.results.ron")).unwrap()).unwrap();
+    let results: blaze_compiler::tune::TuneResult =
+        ron::from_str(&std::fs::read_to_string(dir.join("plan.results.ron")).unwrap()).unwrap();
     let broken: Vec<usize> = results.broken.iter().map(|(id, _)| *id).collect();
     assert_eq!(broken, vec![2, 3], "{stderr}");
     let timed: Vec<usize> = results.timed.iter().map(|t| t.id).collect();
@@ -86,11 +113,17 @@ fn tune_records_a_hanging_and_a_crashing_candidate_as_broken_and_goes_on() {
     // c4..c7; confirm drops any that executes another's partition), then fusion off (c8).
     assert_eq!(timed[..2], [0, 1], "the others are still raced");
     let off = results.fusion_off_arm.as_ref().expect("fusion off is an arm of the race");
-    assert!(off.one_op_per_block && off.id == 8 && timed.last() == Some(&8), "fusion off in-process: {off:?}, timed {timed:?}");
+    assert!(
+        off.one_op_per_block && off.id == 8 && timed.last() == Some(&8),
+        "fusion off in-process: {off:?}, timed {timed:?}"
+    );
     for t in results.timed.iter().filter(|t| (4..8).contains(&t.id)) {
         assert!(t.cuts.contains("blocks="), "c4..c7 are beam widths: {}", t.cuts);
     }
-    assert!(timed.iter().any(|id| (4..8).contains(id)), "some beam width partitions differently from Burn's here: {timed:?}");
+    assert!(
+        timed.iter().any(|id| (4..8).contains(id)),
+        "some beam width partitions differently from Burn's here: {timed:?}"
+    );
     for t in &results.timed[1..] {
         let s = t.standing.as_ref().expect("every challenger has a paired standing");
         assert!(s.pairs > 0 && s.lo <= s.ratio && s.ratio <= s.hi, "{s:?}");
@@ -99,7 +132,8 @@ fn tune_records_a_hanging_and_a_crashing_candidate_as_broken_and_goes_on() {
     let report = std::fs::read_to_string(dir.join("plan.report.md")).unwrap();
     assert!(report.contains("| c2 | | – | – | 0 | – | broken: hung"), "{report}");
     assert!(report.contains("race: ") && report.contains("stopped: "), "{report}");
-    blaze_ir::PlanFile::parse(&std::fs::read_to_string(dir.join("plan.ron")).unwrap()).expect("a valid plan is written");
+    blaze_ir::PlanFile::parse(&std::fs::read_to_string(dir.join("plan.ron")).unwrap())
+        .expect("a valid plan is written");
 }
 
 /// Interrupting `blazec tune` (SIGINT to the tune process alone, as a process manager
@@ -138,7 +172,12 @@ fn tune_killed_at_any_point_leaves_no_torn_plan_and_a_second_tune_works() {
         // The worker notices its parent is gone within a second or two (orphan.rs).
         std::thread::sleep(std::time::Duration::from_secs(5));
         let marker = dir.to_str().unwrap();
-        let alive: Vec<String> = std::fs::read_dir("/proc").unwrap().filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok()).map(|c| String::from_utf8_lossy(&c).replace('\0', " ")).filter(|c| c.contains(marker)).collect();
+        let alive: Vec<String> = std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .filter(|c| c.contains(marker))
+            .collect();
         assert!(alive.is_empty(), "killed after {after} s, still running: {alive:?}");
         if let Ok(text) = std::fs::read_to_string(dir.join("plan.ron")) {
             blaze_ir::PlanFile::parse(&text).unwrap_or_else(|e| panic!("killed after {after} s: a torn plan: {e}"));
@@ -154,7 +193,12 @@ fn tune_killed_at_any_point_leaves_no_torn_plan_and_a_second_tune_works() {
     let bundle = blaze_ir::Bundle::read(&bundle).expect("a valid bundle");
     assert_eq!(bundle.entries, vec![plan]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("added the entry for attention-d257-b2s32 forward"));
-    let temps: Vec<_> = std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.contains(".tmp-")).collect();
+    let temps: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp-"))
+        .collect();
     assert!(temps.len() <= 3, "at most one temp file per kill, and only if a kill fell inside a write: {temps:?}");
     drop(out);
 }
@@ -170,9 +214,11 @@ fn two_tunes_into_the_same_output_leave_one_whole_plan() {
         let out = child.wait_with_output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
-    let plan = blaze_ir::PlanFile::parse(&std::fs::read_to_string(dir.join("plan.ron")).unwrap()).expect("one whole plan");
+    let plan =
+        blaze_ir::PlanFile::parse(&std::fs::read_to_string(dir.join("plan.ron")).unwrap()).expect("one whole plan");
     assert_eq!(plan.contract.model, "attention-d257-b2s32");
-    let left: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let left: Vec<String> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert!(left.iter().all(|n| !n.contains(".tmp-")), "no temp file left: {left:?}");
 }
 
@@ -190,7 +236,8 @@ fn spawn_tune(args: &[String], stderr: std::process::Stdio) -> std::process::Chi
 /// `blazec tune` of the small forward shape, 4 candidates, 3 rounds, writing `dir/plan.ron`.
 fn small_tune(dir: &std::path::Path) -> Vec<String> {
     let mut args: Vec<String> = std::iter::once("tune").chain(SMALL).map(String::from).collect();
-    let rest = ["--regime", "forward", "--device", "lavapipe", "--budget", "4", "--rounds", "3", "--no-fusion-off", "-o"];
+    let rest =
+        ["--regime", "forward", "--device", "lavapipe", "--budget", "4", "--rounds", "3", "--no-fusion-off", "-o"];
     args.extend(rest.map(String::from));
     args.push(dir.join("plan.ron").to_str().unwrap().to_string());
     args
@@ -206,7 +253,21 @@ fn small_tune(dir: &std::path::Path) -> Vec<String> {
 fn an_injected_device_loss_that_never_takes_effect_is_an_error_not_a_pass() {
     let dir = scratch("tune-device-lost");
     let plan = dir.join("plan.ron");
-    let args = chain_tune_args(&plan, &["--budget", "2", "--max-blocks", "none", "--rounds", "3", "--hang-timeout", "30", "--inject-device-lost", "1"]);
+    let args = chain_tune_args(
+        &plan,
+        &[
+            "--budget",
+            "2",
+            "--max-blocks",
+            "none",
+            "--rounds",
+            "3",
+            "--hang-timeout",
+            "30",
+            "--inject-device-lost",
+            "1",
+        ],
+    );
     let out = blazec(&args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("note: device destroyed on installing candidate 1"), "the device was destroyed: {stderr}");
@@ -215,7 +276,8 @@ fn an_injected_device_loss_that_never_takes_effect_is_an_error_not_a_pass() {
         assert!(crashed, "a tune whose device was destroyed finished without leaving the candidate out: {stderr}");
         return;
     }
-    let said = stderr.contains("error: --inject-device-lost: the device was destroyed") && stderr.contains("but every later step still ran");
+    let said = stderr.contains("error: --inject-device-lost: the device was destroyed")
+        && stderr.contains("but every later step still ran");
     assert!(said, "the tune says the loss did not take effect: {stderr}");
     assert!(!plan.exists(), "no plan is written when the fault did not take effect");
 }

@@ -43,16 +43,26 @@ fn a_beam_width_alone_aliases_plans_as_burn_does_and_cut_policies_tag_them() {
 
     // The width again, cached by position because its plan says so: a store apart from the
     // shared one above (else it would replay those plans and explore nothing).
-    let positional = activate_with(&[], &Settings { store: Some(PlanStore::ByPosition), ..Settings::beam_width(Some(BURN_WIDTH)) });
+    let positional =
+        activate_with(&[], &Settings { store: Some(PlanStore::ByPosition), ..Settings::beam_width(Some(BURN_WIDTH)) });
     warm_up(model.as_mut(), 3);
     let positional_calls = positional.calls();
     let positional_partition = record_step(model.as_mut(), false).0.partition;
     activate_burn_default();
 
-    eprintln!("policy consultations: burn {burn_calls}, width {width_calls}, probe {probe_calls}, cut set {cut_calls}, width by position {positional_calls}");
-    assert_eq!(width_partition.canonical(), burn_partition.canonical(), "Burn's width as a plan setting executes Burn's partition");
+    eprintln!(
+        "policy consultations: burn {burn_calls}, width {width_calls}, probe {probe_calls}, cut set {cut_calls}, width by position {positional_calls}"
+    );
+    assert_eq!(
+        width_partition.canonical(),
+        burn_partition.canonical(),
+        "Burn's width as a plan setting executes Burn's partition"
+    );
     assert!(width_calls > 0, "the width's store explored the step under its policy");
-    assert!(width_calls <= burn_calls, "the width's store explores no more than Burn's own ({width_calls} > {burn_calls})");
+    assert!(
+        width_calls <= burn_calls,
+        "the width's store explores no more than Burn's own ({width_calls} > {burn_calls})"
+    );
     // On lavapipe at this shape: burn 923, width 747, probe 1714 (a tagged width store: 1714).
     assert!(
         2 * probe_calls > 3 * width_calls,
@@ -60,5 +70,9 @@ fn a_beam_width_alone_aliases_plans_as_burn_does_and_cut_policies_tag_them() {
     );
     assert_eq!(cut_calls, probe_calls, "a cut set explores per position, as the probe does");
     assert_eq!(positional_calls, probe_calls, "a width cached by position explores per position, as the probe does");
-    assert_eq!(positional_partition.canonical(), burn_partition.canonical(), "caching by position changes no kernel: Burn's partition");
+    assert_eq!(
+        positional_partition.canonical(),
+        burn_partition.canonical(),
+        "caching by position changes no kernel: Burn's partition"
+    );
 }

@@ -13,9 +13,16 @@ fn fusion_off_arm_computes_bit_for_bit_what_a_fusion_off_process_computes() {
     // In-process: Burn's fused plans are explored and cached first, then the arm is installed.
     let arm = probe(&dir, "arm", "fusion-off", &["--burn-first", "3"], &[]);
     let fused = probe(&dir, "fused", "burn", &[], &[]);
-    assert!(fused.fused_blocks > 0 && fused.fingerprint != stock_off.fingerprint, "Burn fuses this model, so the check can fail");
+    assert!(
+        fused.fused_blocks > 0 && fused.fingerprint != stock_off.fingerprint,
+        "Burn fuses this model, so the check can fail"
+    );
     assert_eq!(stock_off.fused_blocks, 0);
-    assert_eq!((arm.fingerprint.as_str(), arm.blocks, arm.fused_blocks), (stock_off.fingerprint.as_str(), stock_off.blocks, 0), "same executed partition");
+    assert_eq!(
+        (arm.fingerprint.as_str(), arm.blocks, arm.fused_blocks),
+        (stock_off.fingerprint.as_str(), stock_off.blocks, 0),
+        "same executed partition"
+    );
     let bits = |p: &Probe| p.losses.iter().chain(&p.logits).map(|x| x.to_bits()).collect::<Vec<u32>>();
     assert_eq!(bits(&arm), bits(&stock_off), "same numbers, bit for bit");
     assert_eq!(arm.losses.len(), 3);
@@ -27,7 +34,20 @@ fn race_check_finds_a_large_slowdown_and_reports_every_trial() {
     let out = dir.join("check.ron");
     let mut args = vec!["race-check"];
     args.extend(SMALL);
-    args.extend(["--regime", "forward", "--trials", "2", "--slowdown", "0,0.5", "--calibrate-rounds", "20", "--rounds", "30", "--race-budget", "30"]);
+    args.extend([
+        "--regime",
+        "forward",
+        "--trials",
+        "2",
+        "--slowdown",
+        "0,0.5",
+        "--calibrate-rounds",
+        "20",
+        "--rounds",
+        "30",
+        "--race-budget",
+        "30",
+    ]);
     let cache = dir.join("autotune");
     args.extend(["--autotune-cache", cache.to_str().unwrap(), "-o", out.to_str().unwrap()]);
     let stdout = String::from_utf8_lossy(&ok(&args).stdout).into_owned();

@@ -33,8 +33,15 @@ fn a_plans_beam_width_executes_what_burn_toml_executes_in_a_process_of_its_own()
         // In-process, after Burn's own plans are explored and cached (as in a race).
         let ours = probe(&dir, &format!("plan-{width}"), plan.to_str().unwrap(), &["--burn-first", "3"], &[]);
         let stock = probe_in(&dir, &burn_toml_dir(&dir, width), &format!("toml-{width}"), "burn", &[], &[]);
-        assert_ne!(stock.fingerprint, burn.fingerprint, "burn.toml max_blocks = {width} changes Burn's partition here, so the check can fail");
-        assert_eq!((ours.fingerprint.as_str(), ours.blocks, ours.fused_blocks), (stock.fingerprint.as_str(), stock.blocks, stock.fused_blocks), "width {width}: same executed partition as burn.toml");
+        assert_ne!(
+            stock.fingerprint, burn.fingerprint,
+            "burn.toml max_blocks = {width} changes Burn's partition here, so the check can fail"
+        );
+        assert_eq!(
+            (ours.fingerprint.as_str(), ours.blocks, ours.fused_blocks),
+            (stock.fingerprint.as_str(), stock.blocks, stock.fused_blocks),
+            "width {width}: same executed partition as burn.toml"
+        );
         let bits = |p: &Probe| p.losses.iter().chain(&p.logits).map(|x| x.to_bits()).collect::<Vec<u32>>();
         assert_eq!(bits(&ours), bits(&stock), "width {width}: same numbers, bit for bit");
     }
@@ -45,7 +52,10 @@ fn a_version_1_plan_without_settings_runs_burns_partition() {
     let dir = scratch("settings-v1");
     std::fs::create_dir_all(dir.join("autotune")).unwrap();
     let plan = plan_with(&dir, "v1.ron", &[]);
-    assert!(std::fs::read_to_string(&plan).unwrap().contains("format_version: 1"), "a plan without settings is written as version 1");
+    assert!(
+        std::fs::read_to_string(&plan).unwrap().contains("format_version: 1"),
+        "a plan without settings is written as version 1"
+    );
     let burn = probe(&dir, "burn", "burn", &[], &[]);
     let v1 = probe(&dir, "v1", plan.to_str().unwrap(), &[], &[]);
     assert_eq!((v1.fingerprint, v1.blocks), (burn.fingerprint, burn.blocks));
@@ -60,18 +70,29 @@ fn a_trace_at_a_beam_width_gives_cut_points_of_that_partition_and_its_plans_carr
     args.extend(SMALL);
     args.extend(["--regime", "training", "--max-blocks", "1", "-o", trace_path.to_str().unwrap()]);
     let out = ok(&args);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("(beam width 1)"), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("(beam width 1)"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let traced = blaze_ir::Trace::from_ron(&std::fs::read_to_string(&trace_path).unwrap()).unwrap();
     let (_, default) = trace("training");
     assert_eq!(traced.max_blocks, Some(1));
-    assert_ne!(traced.partition.fingerprint(), default.partition.fingerprint(), "width 1 partitions differently here, so the check can fail");
+    assert_ne!(
+        traced.partition.fingerprint(),
+        default.partition.fingerprint(),
+        "width 1 partitions differently here, so the check can fail"
+    );
     let live = traced.live_cut_points();
     assert!(!live.is_empty());
 
     // Burn's search at width 1 with no cuts executes the traced partition.
     let width_only = dir.join("w1-plain.ron");
     ok(&["plan", "--trace", trace_path.to_str().unwrap(), "-o", width_only.to_str().unwrap()]);
-    assert!(std::fs::read_to_string(&width_only).unwrap().contains("max_blocks: Some(1)"), "a plan from a width trace carries the width");
+    assert!(
+        std::fs::read_to_string(&width_only).unwrap().contains("max_blocks: Some(1)"),
+        "a plan from a width trace carries the width"
+    );
     let plain = probe(&dir, "w1-plain", width_only.to_str().unwrap(), &["--burn-first", "3"], &[]);
     assert_eq!(plain.fingerprint, traced.partition.fingerprint(), "the trace recorded what width 1 executes");
 
@@ -80,15 +101,32 @@ fn a_trace_at_a_beam_width_gives_cut_points_of_that_partition_and_its_plans_carr
     let first = live[live.len() / 2].to_string();
     ok(&["plan", "--trace", trace_path.to_str().unwrap(), "--cuts", &first, "-o", cut.to_str().unwrap()]);
     let with_cut = probe(&dir, "w1-cut", cut.to_str().unwrap(), &["--burn-first", "3"], &[]);
-    assert_ne!(with_cut.fingerprint, plain.fingerprint, "a cut at live cut point {first} of the width-1 partition takes effect");
+    assert_ne!(
+        with_cut.fingerprint, plain.fingerprint,
+        "a cut at live cut point {first} of the width-1 partition takes effect"
+    );
 }
 
 /// A three-round tune of the small shape, forward, writing `plan` (and its raw results beside
 /// it), with the test's own `extra` flags.
-fn short_forward_tune(plan: &std::path::Path, extra: &[&str]) -> (std::process::Output, blaze_compiler::tune::TuneResult) {
+fn short_forward_tune(
+    plan: &std::path::Path,
+    extra: &[&str],
+) -> (std::process::Output, blaze_compiler::tune::TuneResult) {
     let mut args = vec!["tune"];
     args.extend(SMALL);
-    args.extend(["--regime", "forward", "--device", "lavapipe", "--rounds", "3", "--no-fusion-off", "-v", "-o", plan.to_str().unwrap()]);
+    args.extend([
+        "--regime",
+        "forward",
+        "--device",
+        "lavapipe",
+        "--rounds",
+        "3",
+        "--no-fusion-off",
+        "-v",
+        "-o",
+        plan.to_str().unwrap(),
+    ]);
     args.extend(extra);
     let out = ok(&args);
     let results = std::fs::read_to_string(plan.with_extension("results.ron")).unwrap();
@@ -121,10 +159,17 @@ fn tune_races_a_width_cached_by_position_beside_the_same_width_shared() {
     let (_, results) = short_forward_tune(&plan, &["--budget", "1", "--max-blocks", "1", "--by-position"]);
     let texts: Vec<&str> = results.timed.iter().map(|t| t.cuts.as_str()).collect();
     assert!(texts.iter().any(|t| t.ends_with(": blocks=1")), "the width races shared: {texts:?}");
-    assert!(texts.iter().any(|t| t.ends_with(": blocks=1 store=position")), "and by position, not collapsed into it: {texts:?}");
+    assert!(
+        texts.iter().any(|t| t.ends_with(": blocks=1 store=position")),
+        "and by position, not collapsed into it: {texts:?}"
+    );
     let written = blaze_ir::PlanFile::parse(&std::fs::read_to_string(&plan).unwrap()).expect("a valid plan is written");
     let by_position = written.settings.store == Some(blaze_ir::plan::PlanStore::ByPosition);
-    assert_eq!(written.format_version, if by_position { 3 } else { written.required_version() }, "version 3 only when it holds a store");
+    assert_eq!(
+        written.format_version,
+        if by_position { 3 } else { written.required_version() },
+        "version 3 only when it holds a store"
+    );
 }
 
 /// `blazec plan --store`: a width cached by position is a version-3 plan; a shared store with
@@ -138,7 +183,17 @@ fn plan_writes_a_store_setting_and_refuses_a_shared_store_with_cuts() {
     let (trace_path, traced) = trace("training");
     let bad = dir.join("bad.ron");
     let first = traced.live_cut_points()[0].to_string();
-    let out = blazec(&["plan", "--trace", trace_path.to_str().unwrap(), "--cuts", &first, "--store", "shared", "-o", bad.to_str().unwrap()]);
+    let out = blazec(&[
+        "plan",
+        "--trace",
+        trace_path.to_str().unwrap(),
+        "--cuts",
+        &first,
+        "--store",
+        "shared",
+        "-o",
+        bad.to_str().unwrap(),
+    ]);
     assert!(!out.status.success() && !bad.exists());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("store = shared is not possible with cuts"), "{stderr}");
@@ -155,26 +210,60 @@ fn plan_writes_a_store_setting_and_refuses_a_shared_store_with_cuts() {
 fn tune_races_submission_batches_across_co_resident_processes() {
     let dir = scratch("settings-tune-tasks");
     let plan = dir.join("plan.ron");
-    let args = chain_tune_args(&plan, &["--budget", "1", "--max-blocks", "none", "--min-rounds", "10", "--rounds", "20", "--max-tasks", "1,64", "--inject-process-slowdown", "64:2", "-v"]);
+    let args = chain_tune_args(
+        &plan,
+        &[
+            "--budget",
+            "1",
+            "--max-blocks",
+            "none",
+            "--min-rounds",
+            "10",
+            "--rounds",
+            "20",
+            "--max-tasks",
+            "1,64",
+            "--inject-process-slowdown",
+            "64:2",
+            "-v",
+        ],
+    );
     let out = blazec_env(&args, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("racing across processes"), "{stderr}");
-    assert_eq!(stderr.matches("serve: model built in").count(), 4, "each server says where its start-up went: {stderr}");
-    let results: blaze_compiler::tune::TuneResult = ron::from_str(&std::fs::read_to_string(dir.join("plan.results.ron")).unwrap()).unwrap();
+    assert_eq!(
+        stderr.matches("serve: model built in").count(),
+        4,
+        "each server says where its start-up went: {stderr}"
+    );
+    let results: blaze_compiler::tune::TuneResult =
+        ron::from_str(&std::fs::read_to_string(dir.join("plan.results.ron")).unwrap()).unwrap();
     let p = results.process_race.expect("a race across processes was run");
     let shape: Vec<(u32, bool)> = p.arms.iter().map(|a| (a.max_tasks, a.control)).collect();
-    assert_eq!(shape, vec![(32, false), (32, true), (1, false), (64, false)], "reference, control, then one server per other value");
+    assert_eq!(
+        shape,
+        vec![(32, false), (32, true), (1, false), (64, false)],
+        "reference, control, then one server per other value"
+    );
     assert!(p.arms.iter().all(|a| a.losses_match), "every server computed the reference's losses: {:?}", p.arms);
     let slowed = &p.arms[3];
     let verdict = slowed.standing.as_ref().map(|s| s.verdict.clone());
-    assert_eq!(verdict, Some(blaze_compiler::tune::race::Verdict::Slower), "the slowed server is found slower: {}", slowed.outcome);
+    assert_eq!(
+        verdict,
+        Some(blaze_compiler::tune::race::Verdict::Slower),
+        "the slowed server is found slower: {}",
+        slowed.outcome
+    );
     assert_ne!(p.kept, Some(64));
     let written = blaze_ir::PlanFile::parse(&std::fs::read_to_string(&plan).unwrap()).expect("a valid plan is written");
     assert_eq!(written.settings.max_tasks, p.kept, "the plan carries the kept submission batch, if any");
     let report = std::fs::read_to_string(dir.join("plan.report.md")).unwrap();
     assert!(report.contains("## Across processes: submission batch") && report.contains("p1 (control)"), "{report}");
-    assert!(report.contains("Every comparison in the table above was made in one process"), "the report says which comparisons were in-process");
+    assert!(
+        report.contains("Every comparison in the table above was made in one process"),
+        "the report says which comparisons were in-process"
+    );
 }
 
 /// A tune stopped during the race across processes (there, a cold H200 spent minutes starting
@@ -187,7 +276,10 @@ fn a_tune_stopped_during_the_race_across_processes_keeps_its_in_process_selectio
     use std::os::unix::process::CommandExt;
     let dir = scratch("settings-tune-stopped");
     let plan = dir.join("plan.ron");
-    let args = chain_tune_args(&plan, &["--budget", "1", "--max-blocks", "none", "--min-rounds", "10", "--rounds", "10", "--max-tasks", "64", "-v"]);
+    let args = chain_tune_args(
+        &plan,
+        &["--budget", "1", "--max-blocks", "none", "--min-rounds", "10", "--rounds", "10", "--max-tasks", "64", "-v"],
+    );
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_blazec"))
         .args(&args)
         .env("XDG_RUNTIME_DIR", std::env::var("XDG_RUNTIME_DIR").unwrap_or("/tmp".into()))
@@ -217,7 +309,12 @@ fn a_tune_stopped_during_the_race_across_processes_keeps_its_in_process_selectio
     assert_eq!(written.settings.max_tasks, None, "no submission batch was decided");
     let selection = written.measurements.expect("the plan carries its measurements").selection;
     assert!(selection.contains(blaze_compiler::tune_cli::PROCESS_RACE_PENDING), "{selection}");
-    let results: blaze_compiler::tune::TuneResult = ron::from_str(&std::fs::read_to_string(dir.join("plan.results.ron")).unwrap()).unwrap();
+    let results: blaze_compiler::tune::TuneResult =
+        ron::from_str(&std::fs::read_to_string(dir.join("plan.results.ron")).unwrap()).unwrap();
     assert!(results.process_race.is_none() && results.race.is_some(), "the in-process race's raw results are kept");
-    assert!(std::fs::read_to_string(dir.join("plan.report.md")).unwrap().contains(blaze_compiler::tune_cli::PROCESS_RACE_PENDING));
+    assert!(
+        std::fs::read_to_string(dir.join("plan.report.md"))
+            .unwrap()
+            .contains(blaze_compiler::tune_cli::PROCESS_RACE_PENDING)
+    );
 }

@@ -20,7 +20,8 @@ fn build_layer(dir: &Path) -> PathBuf {
     let source = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vk_layer/count_submits.c");
     let lib = layer_dir.join("libblaze_count_submits.so");
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let out = Command::new(&cc).args(["-shared", "-fPIC", "-O2", "-Wall", "-Werror", "-o"]).arg(&lib).arg(source).output();
+    let out =
+        Command::new(&cc).args(["-shared", "-fPIC", "-O2", "-Wall", "-Werror", "-o"]).arg(&lib).arg(source).output();
     let out = out.unwrap_or_else(|e| panic!("the C compiler `{cc}` runs (it also links Rust here): {e}"));
     assert!(out.status.success(), "the layer builds: {}", String::from_utf8_lossy(&out.stderr));
     let manifest = format!(
@@ -50,7 +51,18 @@ fn counted_run(dir: &Path, layer: &Path, tag: &str, start: &[&str], env: &[(&str
     let report = dir.join(format!("{tag}.ron"));
     let mut args = vec!["run"];
     args.extend(SMALL);
-    args.extend(["--regime", "training", "--warmup", "1", "--steps", "2", "--settle-steps", "0", "--report", report.to_str().unwrap()]);
+    args.extend([
+        "--regime",
+        "training",
+        "--warmup",
+        "1",
+        "--steps",
+        "2",
+        "--settle-steps",
+        "0",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
     args.extend(start);
     let cache = dir.join("autotune");
     let mut all = vec![
@@ -67,8 +79,13 @@ fn counted_run(dir: &Path, layer: &Path, tag: &str, start: &[&str], env: &[(&str
     let out = cmd.output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{tag}: {stderr}");
-    let text = std::fs::read_to_string(&counts).unwrap_or_else(|e| panic!("{tag}: the layer wrote no counts ({e}); was it loaded?\n{stderr}"));
-    let submits = text.lines().find_map(|l| l.strip_prefix("calls ")).and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{tag}: {text}"));
+    let text = std::fs::read_to_string(&counts)
+        .unwrap_or_else(|e| panic!("{tag}: the layer wrote no counts ({e}); was it loaded?\n{stderr}"));
+    let submits = text
+        .lines()
+        .find_map(|l| l.strip_prefix("calls "))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{tag}: {text}"));
     let report = read_report(&report);
     Counted { submits, plan: report.plan, losses: report.losses, stderr }
 }
@@ -84,7 +101,10 @@ fn settings_plan(dir: &Path, max_tasks: u32, bundle: Option<&Path>) -> PathBuf {
         args.extend(["--bundle", b.to_str().unwrap()]);
     }
     ok(&args);
-    assert!(std::fs::read_to_string(&out).unwrap().contains("format_version: 2"), "a submission batch makes a version-2 plan");
+    assert!(
+        std::fs::read_to_string(&out).unwrap().contains("format_version: 2"),
+        "a submission batch makes a version-2 plan"
+    );
     out
 }
 
@@ -114,12 +134,20 @@ fn a_plans_submission_batch_changes_the_vulkan_submission_count_as_cubecls_own_s
     let plan_one = counted_run(&dir, &layer, "plan-1", &["--plan", path(&one)], &[]);
     let env_one = counted_run(&dir, &layer, "env-1", &[], &[("CUBECL_WGPU_MAX_TASKS", "1")]);
     let plan_big = counted_run(&dir, &layer, "plan-128", &["--plan", path(&big)], &[]);
-    let program_wins = counted_run(&dir, &layer, "env-128-plan-1", &["--plan", path(&one)], &[("CUBECL_WGPU_MAX_TASKS", "128")]);
+    let program_wins =
+        counted_run(&dir, &layer, "env-128-plan-1", &["--plan", path(&one)], &[("CUBECL_WGPU_MAX_TASKS", "128")]);
     let bundled = counted_run(&dir, &layer, "bundle-1", &["--bundle", path(&bundle)], &[]);
     let misfit = counted_run(&dir, &layer, "other-model-1", &["--plan", path(&for_another_model(&dir, &one))], &[]);
 
-    let counts = [("burn (32)", burn.submits), ("plan 1", plan_one.submits), ("env 1", env_one.submits), ("plan 128", plan_big.submits),
-        ("env 128 + plan 1", program_wins.submits), ("bundle 1", bundled.submits), ("other model's plan 1", misfit.submits)];
+    let counts = [
+        ("burn (32)", burn.submits),
+        ("plan 1", plan_one.submits),
+        ("env 1", env_one.submits),
+        ("plan 128", plan_big.submits),
+        ("env 128 + plan 1", program_wins.submits),
+        ("bundle 1", bundled.submits),
+        ("other model's plan 1", misfit.submits),
+    ];
     assert_eq!(burn.plan, "none");
     assert_eq!((plan_one.plan.as_str(), plan_big.plan.as_str()), ("applied", "applied"));
     // blazec checks a plan against the model it built, and building starts the device: the
@@ -127,13 +155,37 @@ fn a_plans_submission_batch_changes_the_vulkan_submission_count_as_cubecls_own_s
     assert_eq!(plan_one.submits, env_one.submits, "the plan's max_tasks = 1 is CubeCL's own setting: {counts:?}");
     assert_eq!(bundled.submits, env_one.submits, "so is a bundle's, through the one-call start-up: {counts:?}");
     assert!(misfit.plan.starts_with("fallback"), "{}", misfit.plan);
-    assert_eq!(misfit.submits, env_one.submits, "a plan made for this device sets its batch before the model is built: {counts:?}");
-    assert!(misfit.stderr.contains("max_tasks = 1 was set at start-up, before the plan could be checked against the model, and stays in force"), "and says so when the plan then does not fit: {}", misfit.stderr);
-    assert!(plan_one.submits > 8 * burn.submits, "one kernel per submission submits far more often than Burn's 32: {counts:?}");
+    assert_eq!(
+        misfit.submits, env_one.submits,
+        "a plan made for this device sets its batch before the model is built: {counts:?}"
+    );
+    assert!(
+        misfit.stderr.contains(
+            "max_tasks = 1 was set at start-up, before the plan could be checked against the model, and stays in force"
+        ),
+        "and says so when the plan then does not fit: {}",
+        misfit.stderr
+    );
+    assert!(
+        plan_one.submits > 8 * burn.submits,
+        "one kernel per submission submits far more often than Burn's 32: {counts:?}"
+    );
     assert!(plan_big.submits < burn.submits, "128 kernels per submission submit less often than 32: {counts:?}");
-    assert_eq!(program_wins.submits, plan_big.submits, "the program's CUBECL_WGPU_MAX_TASKS=128 wins over the plan's 1: {counts:?}");
-    assert!(program_wins.stderr.contains("CUBECL_WGPU_MAX_TASKS=128 set by this program wins over the plan's max_tasks = 1"), "and the program is told: {}", program_wins.stderr);
+    assert_eq!(
+        program_wins.submits, plan_big.submits,
+        "the program's CUBECL_WGPU_MAX_TASKS=128 wins over the plan's 1: {counts:?}"
+    );
+    assert!(
+        program_wins
+            .stderr
+            .contains("CUBECL_WGPU_MAX_TASKS=128 set by this program wins over the plan's max_tasks = 1"),
+        "and the program is told: {}",
+        program_wins.stderr
+    );
     for run in [&plan_one, &plan_big, &program_wins] {
-        assert_eq!(run.losses, burn.losses, "the batch changes when work is submitted, not what it computes: {counts:?}");
+        assert_eq!(
+            run.losses, burn.losses,
+            "the batch changes when work is submitted, not what it computes: {counts:?}"
+        );
     }
 }

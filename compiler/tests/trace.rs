@@ -19,7 +19,12 @@ fn tracing_twice_gives_identical_files() {
 #[test]
 fn candidates_and_egraph_groups_are_identical_across_runs() {
     let (path, _) = trace("training");
-    let space = || String::from_utf8_lossy(&ok(&["space", "--trace", path.to_str().unwrap(), "--budget", "24", "--dry-run"]).stdout).into_owned();
+    let space = || {
+        String::from_utf8_lossy(
+            &ok(&["space", "--trace", path.to_str().unwrap(), "--budget", "24", "--dry-run"]).stdout,
+        )
+        .into_owned()
+    };
     let (first, again) = (space(), space());
     assert!(first.lines().count() > 2, "{first}");
     assert_eq!(first, again);
@@ -31,10 +36,22 @@ fn dot_export_renders_with_graphviz_and_text_dump_lists_every_op() {
     let (dot, text, out) = (dir.join("t.dot"), dir.join("t.txt"), dir.join("t.ron"));
     let mut args = vec!["trace"];
     args.extend(SMALL);
-    args.extend(["--regime", "forward", "-o", out.to_str().unwrap(), "--dot", dot.to_str().unwrap(), "--text", text.to_str().unwrap()]);
+    args.extend([
+        "--regime",
+        "forward",
+        "-o",
+        out.to_str().unwrap(),
+        "--dot",
+        dot.to_str().unwrap(),
+        "--text",
+        text.to_str().unwrap(),
+    ]);
     let stdout = String::from_utf8_lossy(&ok(&args).stdout).into_owned();
     assert!(stdout.contains("ops,") && stdout.contains("cut points"), "summary: {stdout}");
-    let svg = std::process::Command::new("dot").args(["-Tsvg", dot.to_str().unwrap()]).output().expect("graphviz `dot` is installed (see .ci/run)");
+    let svg = std::process::Command::new("dot")
+        .args(["-Tsvg", dot.to_str().unwrap()])
+        .output()
+        .expect("graphviz `dot` is installed (see .ci/run)");
     assert!(svg.status.success(), "{}", String::from_utf8_lossy(&svg.stderr));
     assert!(String::from_utf8_lossy(&svg.stdout).contains("<svg"));
     let (_, trace) = trace("forward");
@@ -87,7 +104,22 @@ fn list_prints_every_workload_with_its_parameter_count() {
         })
         .collect();
     let names: Vec<&str> = rows.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(names, ["attention-d256", "attention-d257", "attention-d258", "mlp-w1024", "mlp-w1025", "lstm-h256", "cnn-mnist", "moe-e8k2", "gpt-small", "chain-32"], "{out}");
+    assert_eq!(
+        names,
+        [
+            "attention-d256",
+            "attention-d257",
+            "attention-d258",
+            "mlp-w1024",
+            "mlp-w1025",
+            "lstm-h256",
+            "cnn-mnist",
+            "moe-e8k2",
+            "gpt-small",
+            "chain-32"
+        ],
+        "{out}"
+    );
     let count = |name: &str| rows.iter().find(|(n, _)| n == name).unwrap().1;
     // chain-32: one learned scalar. cnn-mnist: conv 1→16 3×3 (160) + conv 16→32 3×3 (4,640) +
     // linear 1568→10 (15,690).
@@ -105,7 +137,26 @@ fn tune_report_text_is_identical_across_runs_apart_from_timings() {
     let dir = scratch("det-tune");
     let report = |tag: &str| {
         let out = dir.join(format!("{tag}.ron"));
-        ok(&["tune", "chain-32", "--batch", "4", "--device", "vulkan", "--budget", "6", "--rounds", "10", "--min-rounds", "3", "--race-budget", "10", "--max-blocks", "1", "-o", out.to_str().unwrap()]);
+        ok(&[
+            "tune",
+            "chain-32",
+            "--batch",
+            "4",
+            "--device",
+            "vulkan",
+            "--budget",
+            "6",
+            "--rounds",
+            "10",
+            "--min-rounds",
+            "3",
+            "--race-budget",
+            "10",
+            "--max-blocks",
+            "1",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
         std::fs::read_to_string(out.with_extension("report.md")).unwrap()
     };
     // The lines that do not depend on a clock: the plan-space summary and, per candidate row,

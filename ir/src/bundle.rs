@@ -64,7 +64,11 @@ impl EntryKey {
 
 impl std::fmt::Display for EntryKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {} [{}] on {} ({}, {}), Burn {}", self.model, self.regime, self.shapes, self.adapter, self.backend, self.compiler, self.burn_version)
+        write!(
+            f,
+            "{} {} [{}] on {} ({}, {}), Burn {}",
+            self.model, self.regime, self.shapes, self.adapter, self.backend, self.compiler, self.burn_version
+        )
     }
 }
 
@@ -90,7 +94,11 @@ impl Bundle {
         }
         let version: Version = ron::from_str(text).map_err(|e| PlanError::Malformed(e.to_string()))?;
         if !(OLDEST_READABLE_BUNDLE..=BUNDLE_FORMAT_VERSION).contains(&version.format_version) {
-            return Err(PlanError::UnknownVersion { found: version.format_version, oldest: OLDEST_READABLE_BUNDLE, newest: BUNDLE_FORMAT_VERSION });
+            return Err(PlanError::UnknownVersion {
+                found: version.format_version,
+                oldest: OLDEST_READABLE_BUNDLE,
+                newest: BUNDLE_FORMAT_VERSION,
+            });
         }
         let bundle: Bundle = ron::from_str(text).map_err(|e| PlanError::Malformed(e.to_string()))?;
         bundle.validate()?;
@@ -99,7 +107,8 @@ impl Bundle {
 
     /// Reads a bundle (or a plan file) in bounded time and memory.
     pub fn read(path: &std::path::Path) -> Result<Self, PlanError> {
-        let text = crate::file::read_text(path).map_err(|reason| PlanError::Unreadable { path: path.display().to_string(), reason })?;
+        let text = crate::file::read_text(path)
+            .map_err(|reason| PlanError::Unreadable { path: path.display().to_string(), reason })?;
         Self::parse(&text)
     }
 
@@ -114,13 +123,23 @@ impl Bundle {
             }
         }
         if self.format_version < 2 && !self.autotune.is_empty() {
-            return Err(PlanError::Malformed("bundle version 1 cannot hold autotune files (they came with version 2)".into()));
+            return Err(PlanError::Malformed(
+                "bundle version 1 cannot hold autotune files (they came with version 2)".into(),
+            ));
         }
         let mut devices = std::collections::BTreeSet::new();
         for a in &self.autotune {
             check_relative(&a.file)?;
-            if !devices.insert((a.device.adapter.clone(), a.device.backend.clone(), a.device.compiler.clone(), a.burn_version.clone())) {
-                return Err(PlanError::DuplicateEntries(format!("autotune decisions of {} ({}, {}), Burn {}", a.device.adapter, a.device.backend, a.device.compiler, a.burn_version)));
+            if !devices.insert((
+                a.device.adapter.clone(),
+                a.device.backend.clone(),
+                a.device.compiler.clone(),
+                a.burn_version.clone(),
+            )) {
+                return Err(PlanError::DuplicateEntries(format!(
+                    "autotune decisions of {} ({}, {}), Burn {}",
+                    a.device.adapter, a.device.backend, a.device.compiler, a.burn_version
+                )));
             }
         }
         Ok(())
@@ -167,7 +186,10 @@ impl Bundle {
             only.check_contract(actual)?;
         }
         let held: Vec<String> = self.entries.iter().map(|p| EntryKey::of(&p.contract).to_string()).collect();
-        Err(PlanError::NoEntry { run: EntryKey::of(actual).to_string(), held: if held.is_empty() { "none".into() } else { held.join("; ") } })
+        Err(PlanError::NoEntry {
+            run: EntryKey::of(actual).to_string(),
+            held: if held.is_empty() { "none".into() } else { held.join("; ") },
+        })
     }
 
     /// RON text, in the oldest version that holds it (1 without autotune files).
@@ -176,7 +198,8 @@ impl Bundle {
         let required = if self.autotune.is_empty() { OLDEST_READABLE_BUNDLE } else { 2 };
         // A bundle built here (current version) is written in the oldest version that holds it;
         // an explicitly older or newer one keeps its number (at least what it needs).
-        let version = if self.format_version == BUNDLE_FORMAT_VERSION { required } else { self.format_version.max(required) };
+        let version =
+            if self.format_version == BUNDLE_FORMAT_VERSION { required } else { self.format_version.max(required) };
         let written = Bundle { format_version: version, ..self.clone() };
         ron::ser::to_string_pretty(&written, config).expect("bundles always serialise")
     }
@@ -187,7 +210,9 @@ fn check_relative(file: &str) -> Result<(), PlanError> {
     let path = std::path::Path::new(file);
     let escapes = path.components().any(|c| !matches!(c, std::path::Component::Normal(_)));
     if file.is_empty() || escapes {
-        return Err(PlanError::Malformed(format!("autotune file `{file}` must be a relative path inside the bundle's directory")));
+        return Err(PlanError::Malformed(format!(
+            "autotune file `{file}` must be a relative path inside the bundle's directory"
+        )));
     }
     Ok(())
 }
@@ -201,8 +226,8 @@ impl Default for Bundle {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Regime;
     use crate::BoundaryId;
+    use crate::plan::Regime;
 
     fn plan(regime: Regime, adapter: &str, cut: u64) -> PlanFile {
         let mut c = crate::plan::tests::contract();
@@ -234,8 +259,18 @@ mod tests {
         assert_eq!(b.select(&run(Regime::Forward, "llvmpipe")).unwrap().contract.regime, Regime::Forward);
         assert_eq!(b.select(&run(Regime::Training, "NVIDIA H200")).unwrap().contract.device.adapter, "NVIDIA H200");
         let err = b.select(&run(Regime::Forward, "NVIDIA H200")).unwrap_err().to_string();
-        assert!(err.starts_with("no entry of the bundle fits this run (attention-d257 forward [batch=2 seq=32 d=257] on NVIDIA H200"), "{err}");
-        assert!(err.contains("; it holds: ") && err.contains("attention-d257 forward [batch=2 seq=32 d=257] on llvmpipe (vulkan, wgsl), Burn 0.22.1"), "{err}");
+        assert!(
+            err.starts_with(
+                "no entry of the bundle fits this run (attention-d257 forward [batch=2 seq=32 d=257] on NVIDIA H200"
+            ),
+            "{err}"
+        );
+        assert!(
+            err.contains("; it holds: ")
+                && err
+                    .contains("attention-d257 forward [batch=2 seq=32 d=257] on llvmpipe (vulkan, wgsl), Burn 0.22.1"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -273,7 +308,10 @@ mod tests {
         b.upsert(plan(Regime::Training, "llvmpipe", 3));
         assert!(b.to_ron().contains("format_version: 1"), "no autotune: version 1");
         assert!(!b.upsert_autotune(autotune("llvmpipe", "model.blaze.autotune/llvmpipe.cubecl")));
-        assert!(b.upsert_autotune(autotune("llvmpipe", "model.blaze.autotune/llvmpipe-2.cubecl")), "same device: replaced");
+        assert!(
+            b.upsert_autotune(autotune("llvmpipe", "model.blaze.autotune/llvmpipe-2.cubecl")),
+            "same device: replaced"
+        );
         let text = b.to_ron();
         assert!(text.contains("format_version: 2"), "{text}");
         let back = Bundle::parse(&text).unwrap();

@@ -12,7 +12,8 @@ pub const MAX_FILE_BYTES: u64 = 16 << 20;
 /// the path (callers name it).
 pub fn read_text(path: &Path) -> Result<String, String> {
     let bytes = read_bytes(path, MAX_FILE_BYTES)?;
-    String::from_utf8(bytes).map_err(|e| format!("it is not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()))
+    String::from_utf8(bytes)
+        .map_err(|e| format!("it is not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()))
 }
 
 /// Reads the bytes of `path`, at most `limit` of them, under the same rules as [`read_text`]
@@ -66,7 +67,11 @@ fn special_kind(_meta: &std::fs::Metadata) -> &'static str {
 
 /// A limit as people write it: whole MiB when it is one, bytes otherwise.
 fn size_text(limit: u64) -> String {
-    if limit >= 1 << 20 && limit.is_multiple_of(1 << 20) { format!("{} MiB", limit >> 20) } else { format!("{limit}-byte") }
+    if limit >= 1 << 20 && limit.is_multiple_of(1 << 20) {
+        format!("{} MiB", limit >> 20)
+    } else {
+        format!("{limit}-byte")
+    }
 }
 
 #[cfg(test)]

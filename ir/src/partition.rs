@@ -43,11 +43,7 @@ impl ExecutedPartition {
     }
 
     fn to_text_of(&self, blocks: &[Vec<u32>]) -> String {
-        blocks
-            .iter()
-            .map(|b| b.iter().map(u32::to_string).collect::<Vec<_>>().join(" "))
-            .collect::<Vec<_>>()
-            .join("\n")
+        blocks.iter().map(|b| b.iter().map(u32::to_string).collect::<Vec<_>>().join(" ")).collect::<Vec<_>>().join("\n")
     }
 
     /// Parses [`Self::to_text`].

@@ -283,7 +283,9 @@ pub enum PlanError {
     StoreBeforeVersion3,
     #[error("plan file versions 1 to 3 cannot hold an execution setting (it came with version 4)")]
     ExecutionBeforeVersion4,
-    #[error("captured execution records plans without cuts only: a recorded step does not register the operations that make its inputs from data, so cut positions would not name the same operations there")]
+    #[error(
+        "captured execution records plans without cuts only: a recorded step does not register the operations that make its inputs from data, so cut positions would not name the same operations there"
+    )]
     CapturedCuts,
     #[error("a plan with cuts caches its plans by position; store = shared is not possible with cuts")]
     SharedStoreWithCuts,
@@ -307,7 +309,14 @@ struct VersionProbe {
 impl PlanFile {
     /// Burn's own plan for `contract`: no cuts.
     pub fn burn_default(contract: Contract, cut_points: Vec<BoundaryId>) -> Self {
-        Self { format_version: 1, contract, cut_points, cuts: Vec::new(), settings: Settings::default(), measurements: None }
+        Self {
+            format_version: 1,
+            contract,
+            cut_points,
+            cuts: Vec::new(),
+            settings: Settings::default(),
+            measurements: None,
+        }
     }
 
     /// The oldest version that can hold this plan: 1 without settings (so older Blaze builds
@@ -331,7 +340,8 @@ impl PlanFile {
     /// Reads, parses and validates the plan file at `path`, in bounded time and memory
     /// whatever the path names (see [`crate::file::read_text`]).
     pub fn read(path: &std::path::Path) -> Result<Self, PlanError> {
-        let text = crate::file::read_text(path).map_err(|reason| PlanError::Unreadable { path: path.display().to_string(), reason })?;
+        let text = crate::file::read_text(path)
+            .map_err(|reason| PlanError::Unreadable { path: path.display().to_string(), reason })?;
         Self::parse(&text)
     }
 
@@ -340,8 +350,7 @@ impl PlanFile {
         if text.trim().is_empty() {
             return Err(PlanError::Empty);
         }
-        let probe: VersionProbe =
-            ron::from_str(text).map_err(|e| PlanError::Malformed(e.to_string()))?;
+        let probe: VersionProbe = ron::from_str(text).map_err(|e| PlanError::Malformed(e.to_string()))?;
         if !(OLDEST_READABLE..=FORMAT_VERSION).contains(&probe.format_version) {
             return Err(PlanError::UnknownVersion {
                 found: probe.format_version,

@@ -66,7 +66,11 @@ impl OpSignature {
 
 /// The signature line after `kind`: ` <dtype> [d,d] [d]`, trailing spaces trimmed (an
 /// operation without tensors has neither).
-fn write_line<'a>(mut line: String, dtype: &dyn std::fmt::Display, shapes: impl Iterator<Item = &'a [usize]>) -> String {
+fn write_line<'a>(
+    mut line: String,
+    dtype: &dyn std::fmt::Display,
+    shapes: impl Iterator<Item = &'a [usize]>,
+) -> String {
     append_line(&mut line, dtype, shapes);
     line
 }
@@ -108,7 +112,6 @@ fn push_decimal(line: &mut String, mut n: usize) {
     }
     line.push_str(std::str::from_utf8(&digits[at..]).expect("ASCII digits"));
 }
-
 
 /// `NumericFloat/Add`: the outer and inner variant names of `op`'s Debug form.
 pub fn kind_of(op: &OperationIr) -> String {
@@ -250,7 +253,24 @@ impl std::fmt::Write for KindScanner {
 }
 
 fn is_dtype(t: &str) -> bool {
-    matches!(t, "F64" | "F32" | "F16" | "BF16" | "Flex32" | "I64" | "I32" | "I16" | "I8" | "U64" | "U32" | "U16" | "U8" | "Bool" | "QFloat")
+    matches!(
+        t,
+        "F64"
+            | "F32"
+            | "F16"
+            | "BF16"
+            | "Flex32"
+            | "I64"
+            | "I32"
+            | "I16"
+            | "I8"
+            | "U64"
+            | "U32"
+            | "U16"
+            | "U8"
+            | "Bool"
+            | "QFloat"
+    )
 }
 
 #[cfg(test)]
@@ -303,7 +323,10 @@ mod tests {
                 f.write_str(piece)?;
             }
             for i in 0..self.1 {
-                write!(f, "TensorIr {{ id: TensorId {{ value: {i} }}, shape: Shape {{ dims: [16, 256, 257] }}, status: ReadOnly, dtype: F32 }}, ")?;
+                write!(
+                    f,
+                    "TensorIr {{ id: TensorId {{ value: {i} }}, shape: Shape {{ dims: [16, 256, 257] }}, status: ReadOnly, dtype: F32 }}, "
+                )?;
             }
             write!(f, "}})")
         }
@@ -325,7 +348,11 @@ mod tests {
             for tensors in [0, 1, 40] {
                 let op = FakeOp(head, tensors);
                 for cap in (0..300).chain([KIND_PREFIX, 100_000]) {
-                    assert_eq!(scanned_kind(&op, cap), reference_kind(&op, cap), "{head} with {tensors} tensors, cap {cap}");
+                    assert_eq!(
+                        scanned_kind(&op, cap),
+                        reference_kind(&op, cap),
+                        "{head} with {tensors} tensors, cap {cap}"
+                    );
                 }
             }
         }
@@ -355,12 +382,27 @@ mod tests {
     /// `DType` or `Shape`): the one-string line is the signature's line.
     #[test]
     fn line_of_writes_the_signature_line() {
-        let tensor = |id: u64, dims: &str| format!("(id: (value: {id}), shape: (dims: [{dims}]), status: ReadOnly, dtype: F32)");
+        let tensor =
+            |id: u64, dims: &str| format!("(id: (value: {id}), shape: (dims: [{dims}]), status: ReadOnly, dtype: F32)");
         let ops = [
-            format!("NumericFloat(F32, Add((lhs: {}, rhs: {}, out: {})))", tensor(1, "2, 3, 257"), tensor(2, "2, 3, 257"), tensor(3, "2, 3, 257")),
+            format!(
+                "NumericFloat(F32, Add((lhs: {}, rhs: {}, out: {})))",
+                tensor(1, "2, 3, 257"),
+                tensor(2, "2, 3, 257"),
+                tensor(3, "2, 3, 257")
+            ),
             format!("Drop({})", tensor(4, "16")),
-            format!("Float(F32, Matmul((lhs: {}, rhs: {}, out: {})))", tensor(5, "2, 32, 257"), tensor(6, "257, 64"), tensor(7, "2, 32, 64")),
-            format!("BaseFloat(SwapDims((input: {}, out: {}, dim1: 0, dim2: 1)))", tensor(8, "4, 5"), tensor(9, "5, 4")),
+            format!(
+                "Float(F32, Matmul((lhs: {}, rhs: {}, out: {})))",
+                tensor(5, "2, 32, 257"),
+                tensor(6, "257, 64"),
+                tensor(7, "2, 32, 64")
+            ),
+            format!(
+                "BaseFloat(SwapDims((input: {}, out: {}, dim1: 0, dim2: 1)))",
+                tensor(8, "4, 5"),
+                tensor(9, "5, 4")
+            ),
             format!("Drop({})", tensor(10, "")),
         ];
         let expected = [
@@ -381,15 +423,28 @@ mod tests {
     /// same pair with other payloads, and for other inner variants under the same outer one.
     #[test]
     fn cached_kinds_are_the_formatted_kinds() {
-        let tensor = |id: u64, dims: &str| format!("(id: (value: {id}), shape: (dims: [{dims}]), status: ReadOnly, dtype: F32)");
-        let unary = |name: &str, dims: &str| format!("Float(F32, {name}((input: {}, out: {})))", tensor(1, dims), tensor(2, dims));
+        let tensor =
+            |id: u64, dims: &str| format!("(id: (value: {id}), shape: (dims: [{dims}]), status: ReadOnly, dtype: F32)");
+        let unary = |name: &str, dims: &str| {
+            format!("Float(F32, {name}((input: {}, out: {})))", tensor(1, dims), tensor(2, dims))
+        };
         let texts = [
             unary("Exp", "2, 3"),
             unary("Exp", "7"),
             unary("Log", "2, 3"),
             unary("Tanh", "4, 4, 4"),
-            format!("NumericFloat(F32, Add((lhs: {}, rhs: {}, out: {})))", tensor(1, "5"), tensor(2, "5"), tensor(3, "5")),
-            format!("NumericFloat(F32, Sub((lhs: {}, rhs: {}, out: {})))", tensor(1, "5"), tensor(2, "5"), tensor(3, "5")),
+            format!(
+                "NumericFloat(F32, Add((lhs: {}, rhs: {}, out: {})))",
+                tensor(1, "5"),
+                tensor(2, "5"),
+                tensor(3, "5")
+            ),
+            format!(
+                "NumericFloat(F32, Sub((lhs: {}, rhs: {}, out: {})))",
+                tensor(1, "5"),
+                tensor(2, "5"),
+                tensor(3, "5")
+            ),
             format!("Drop({})", tensor(4, "16")),
             format!("Drop({})", tensor(5, "")),
         ];
@@ -400,6 +455,15 @@ mod tests {
             assert_eq!(kind_of(&op), kind_of_debug(&op), "{text}");
         }
         let kind = |i: usize| kind_of(&ron::from_str::<OperationIr>(&texts[i]).unwrap());
-        assert_eq!((kind(0), kind(2), kind(3), kind(4), kind(5)), ("Float/Exp".into(), "Float/Log".into(), "Float/Tanh".into(), "NumericFloat/Add".into(), "NumericFloat/Sub".into()));
+        assert_eq!(
+            (kind(0), kind(2), kind(3), kind(4), kind(5)),
+            (
+                "Float/Exp".into(),
+                "Float/Log".into(),
+                "Float/Tanh".into(),
+                "NumericFloat/Add".into(),
+                "NumericFloat/Sub".into()
+            )
+        );
     }
 }

@@ -2,7 +2,9 @@
 //! the boundaries a plan may cut. Saved as versioned RON; viewable as text and Graphviz DOT;
 //! analysed as a petgraph graph.
 use crate::{
-    boundary::BoundaryId, partition::ExecutedPartition, plan::{DeviceInfo, Regime},
+    boundary::BoundaryId,
+    partition::ExecutedPartition,
+    plan::{DeviceInfo, Regime},
     signature::OpSignature,
 };
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -128,10 +130,20 @@ impl Trace {
     pub fn to_text(&self) -> String {
         let block_of = self.partition.block_of(self.ops.len());
         let mut out = String::new();
-        let _ = writeln!(out, "# {} {} ({}) on {} [{}]", self.model, self.regime, self.shapes, self.device.adapter, self.device.compiler);
-        let _ = writeln!(out, "# {} ops, {} blocks ({} fused), {} cut points ({} live)",
-            self.ops.len(), self.partition.blocks.len(), self.partition.fused_blocks().count(),
-            self.boundaries.len(), self.live_cut_points().len());
+        let _ = writeln!(
+            out,
+            "# {} {} ({}) on {} [{}]",
+            self.model, self.regime, self.shapes, self.device.adapter, self.device.compiler
+        );
+        let _ = writeln!(
+            out,
+            "# {} ops, {} blocks ({} fused), {} cut points ({} live)",
+            self.ops.len(),
+            self.partition.blocks.len(),
+            self.partition.fused_blocks().count(),
+            self.boundaries.len(),
+            self.live_cut_points().len()
+        );
         let marks: std::collections::BTreeMap<u64, bool> = self.boundaries.iter().map(|b| (b.id.0, b.live)).collect();
         for op in &self.ops {
             let block = block_of[op.index as usize].map_or("-".to_string(), |b| format!("B{b}"));
@@ -151,7 +163,10 @@ impl Trace {
         let mut out = String::from("digraph trace {\n  rankdir=TB;\n  node [shape=box, fontsize=9];\n");
         for (b, block) in self.partition.blocks.iter().enumerate() {
             if block.len() > 1 {
-                let _ = writeln!(out, "  subgraph cluster_b{b} {{\n    label=\"block {b}\"; style=filled; color=lightblue;");
+                let _ = writeln!(
+                    out,
+                    "  subgraph cluster_b{b} {{\n    label=\"block {b}\"; style=filled; color=lightblue;"
+                );
                 for op in block {
                     let _ = writeln!(out, "    {};", node_decl(&self.ops[*op as usize]));
                 }
@@ -179,7 +194,10 @@ impl Trace {
     pub fn from_ron(text: &str) -> Result<Self, String> {
         let trace: Trace = ron::from_str(text).map_err(|e| format!("not a trace file: {e}"))?;
         if trace.format_version != TRACE_FORMAT_VERSION {
-            return Err(format!("trace format version {} (this Blaze reads {TRACE_FORMAT_VERSION})", trace.format_version));
+            return Err(format!(
+                "trace format version {} (this Blaze reads {TRACE_FORMAT_VERSION})",
+                trace.format_version
+            ));
         }
         trace.verify()?;
         Ok(trace)
@@ -306,9 +324,15 @@ mod tests {
         assert_eq!(broken(|t| t.ops[1].index = 5), "operation 1 carries index 5");
         assert_eq!(broken(|t| t.ops[1].inputs = vec![2]), "operation 1 reads operation 2, which is not earlier");
         assert_eq!(broken(|t| t.partition.blocks = vec![vec![0, 1, 2, 1]]), "the partition lists operation 1 twice");
-        assert_eq!(broken(|t| t.partition.blocks = vec![vec![0, 1, 7]]), "the partition names operation 7, but the step has 3");
+        assert_eq!(
+            broken(|t| t.partition.blocks = vec![vec![0, 1, 7]]),
+            "the partition names operation 7, but the step has 3"
+        );
         assert_eq!(broken(|t| t.partition.blocks = vec![vec![0, 2]]), "the partition leaves out operation 1");
-        assert_eq!(broken(|t| t.boundaries[1].id = BoundaryId(1)), "boundary b1 is out of order or outside operations 1..3");
+        assert_eq!(
+            broken(|t| t.boundaries[1].id = BoundaryId(1)),
+            "boundary b1 is out of order or outside operations 1..3"
+        );
         assert_eq!(broken(|t| t.explored = vec![9]), "explored operation 9 is outside the step (3 operations)");
     }
 

@@ -5,7 +5,10 @@
 fn parsers_survive_a_short_fuzz_run() {
     // This checkout's corpus: cargo runs a test in its package's directory.
     let root = std::env::current_dir().unwrap().join("fuzz");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_blaze-fuzz")).args(["all", "20000", "7", "--root", root.to_str().unwrap()]).output().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_blaze-fuzz"))
+        .args(["all", "20000", "7", "--root", root.to_str().unwrap()])
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     for target in ["plan", "bundle", "trace", "partition"] {

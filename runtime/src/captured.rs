@@ -56,9 +56,17 @@ impl Captured {
     }
 
     pub fn with_warm_steps(inner: Box<dyn Model>, warm_steps: usize) -> Self {
-        Self { inner, warm_steps, state: CaptureState::Warming { eager_steps: 0 }, recording: None, replays: 0, warn: print_warning, capturing: None, pending: Default::default() }
+        Self {
+            inner,
+            warm_steps,
+            state: CaptureState::Warming { eager_steps: 0 },
+            recording: None,
+            replays: 0,
+            warn: print_warning,
+            capturing: None,
+            pending: Default::default(),
+        }
     }
-
 
     /// Sends the one fallback warning to `warn` instead of stderr (tests).
     pub fn warn_with(mut self, warn: fn(&str)) -> Self {

@@ -75,7 +75,14 @@ pub fn load_bundle(path: impl AsRef<Path>, device: &DeviceInfo) -> BundleHandle 
         Err(err) => {
             burn_fusion::cut::install(None, 0);
             eprintln!("{}", crate::load::fallback_warning(&err));
-            BundleHandle { entries: Vec::new(), fallback: Some(err), notes: Vec::new(), load_time: Duration::ZERO, watch: None, policy: Default::default() }
+            BundleHandle {
+                entries: Vec::new(),
+                fallback: Some(err),
+                notes: Vec::new(),
+                load_time: Duration::ZERO,
+                watch: None,
+                policy: Default::default(),
+            }
         }
     };
     handle.load_time = start.elapsed();
@@ -89,7 +96,13 @@ fn entries_for(bundle: Bundle, device: &DeviceInfo) -> Result<Vec<PlanFile>, Pla
     let held: Vec<String> = bundle.entries.iter().map(|p| EntryKey::of(&p.contract).to_string()).collect();
     let entries: Vec<PlanFile> = bundle.entries.into_iter().filter(fits).collect();
     if entries.is_empty() {
-        let run = format!("this run on {} ({}, {}), Burn {}", device.adapter, device.backend, device.compiler, crate::BURN_VERSION);
+        let run = format!(
+            "this run on {} ({}, {}), Burn {}",
+            device.adapter,
+            device.backend,
+            device.compiler,
+            crate::BURN_VERSION
+        );
         return Err(PlanError::NoEntry { run, held: if held.is_empty() { "none".into() } else { held.join("; ") } });
     }
     Ok(entries)
@@ -101,7 +114,10 @@ fn start_watch(entries: Vec<PlanFile>) -> BundleHandle {
     for note in &notes {
         eprintln!("{note}");
     }
-    let expected = entries.iter().map(|p| Expected { fingerprint: p.contract.op_stream.clone(), ops_per_step: p.contract.ops_per_step as usize }).collect();
+    let expected = entries
+        .iter()
+        .map(|p| Expected { fingerprint: p.contract.op_stream.clone(), ops_per_step: p.contract.ops_per_step as usize })
+        .collect();
     let plans: Vec<(Vec<blaze_ir::BoundaryId>, Settings, String)> =
         entries.iter().map(|p| (p.cuts.clone(), p.settings, EntryKey::of(&p.contract).to_string())).collect();
     let policy: Arc<Mutex<Option<Arc<CutSet>>>> = Default::default();

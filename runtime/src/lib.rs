@@ -25,23 +25,26 @@
 //! fuser and listens to it.
 mod block_timer;
 pub mod captured;
-mod init;
 pub mod fault;
+mod init;
 mod load;
-pub mod numerics;
 pub mod model;
+pub mod numerics;
 mod policy;
 mod recorder;
 pub mod settings;
 mod thread_clock;
 pub mod watch;
 
-pub use model::{Description, Model, ModelFactory, RecordableStep, Recording, RecordingMemory, StepOutput};
+pub use block_timer::{BlockTimer, BlockTimerGuard};
 pub use captured::{CaptureState, Captured};
 pub use init::{BundleHandle, load_bundle, preset_submission_batch};
 pub use load::{LoadOutcome, PlanHandle, fallback_warning, load_plan, load_plan_text};
-pub use policy::{CutSet, EXPLORE_PROBE_KEY, UNFUSED_KEY, Unfused, activate, activate_burn_default, activate_with, activate_explore_probe, activate_explore_probe_with, activate_unfused};
-pub use block_timer::{BlockTimer, BlockTimerGuard};
+pub use model::{Description, Model, ModelFactory, RecordableStep, Recording, RecordingMemory, StepOutput};
+pub use policy::{
+    CutSet, EXPLORE_PROBE_KEY, UNFUSED_KEY, Unfused, activate, activate_burn_default, activate_explore_probe,
+    activate_explore_probe_with, activate_unfused, activate_with,
+};
 pub use recorder::{RecordedOp, RecordedStep, StepRecorder};
 
 /// The Burn version the patched fuser comes from (checked against plan contracts).

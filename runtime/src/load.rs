@@ -1,7 +1,7 @@
 //! Loading a plan file at start-up. Never panics; falls back to Burn's own plan with one
 //! warning naming the reason.
-use crate::policy::activate_with;
 use crate::CutSet;
+use crate::policy::activate_with;
 use crate::watch::{OpStreamCheck, OpStreamWatch, WatchGuard};
 use blaze_ir::{Contract, PlanError, PlanFile};
 use std::path::Path;

@@ -3,7 +3,10 @@ use blaze_ir::plan::Settings;
 use blaze_ir::{BoundaryId, PlanFile};
 use burn_fusion::cut::{CutPolicy, ExploredOp};
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex, atomic::{AtomicU64, Ordering}};
+use std::sync::{
+    Arc, Mutex,
+    atomic::{AtomicU64, Ordering},
+};
 
 /// Refuses Burn's merge before each operation in `cuts`; remembers every operation Burn asked
 /// about (the live set) and how often it was asked.
@@ -64,7 +67,8 @@ pub fn activate(cuts: &[BoundaryId]) -> Arc<CutSet> {
 /// they race in one process). The submission batch is per process and not applied here.
 pub fn activate_with(cuts: &[BoundaryId], settings: &Settings) -> Arc<CutSet> {
     let tags_plans = settings.caches_by_position(!cuts.is_empty());
-    let policy = Arc::new(CutSet { max_blocks: settings.max_blocks.map(|n| n as usize), tags_plans, ..CutSet::new(cuts) });
+    let policy =
+        Arc::new(CutSet { max_blocks: settings.max_blocks.map(|n| n as usize), tags_plans, ..CutSet::new(cuts) });
     burn_fusion::cut::install(Some(policy.clone()), PlanFile::store_key_of(cuts, settings));
     policy
 }
@@ -122,4 +126,3 @@ pub fn activate_unfused() {
 pub fn activate_burn_default() -> Arc<CutSet> {
     activate(&[])
 }
-

@@ -106,10 +106,7 @@ impl FusionObserver for StepRecorder {
 
     fn block_starts(&self, block: BlockOperations<'_>) {
         let mut state = self.lock();
-        let ops: Vec<u32> = block
-            .iter()
-            .filter_map(|op| state.index_of.get(&format!("{op:?}")).copied())
-            .collect();
+        let ops: Vec<u32> = block.iter().filter_map(|op| state.index_of.get(&format!("{op:?}")).copied()).collect();
         if ops.is_empty() {
             state.step.foreign_blocks += 1;
         } else {

@@ -79,6 +79,9 @@ mod tests {
     fn the_programs_own_submission_batch_wins_and_is_named() {
         assert_eq!(apply_max_tasks(16, Some("16".into())), None);
         let note = apply_max_tasks(16, Some("8".into())).unwrap();
-        assert!(note.contains("CUBECL_WGPU_MAX_TASKS=8 set by this program wins over the plan's max_tasks = 16"), "{note}");
+        assert!(
+            note.contains("CUBECL_WGPU_MAX_TASKS=8 set by this program wins over the plan's max_tasks = 16"),
+            "{note}"
+        );
     }
 }

@@ -19,13 +19,13 @@
 //!
 //! A program that registers more than two steps' operations without a sync gets one warning in
 //! either mode: plans count operations from the last sync (see `blaze_burn::step_boundary`).
+use crate::thread_clock::SampledClock;
 use blaze_ir::{PlanError, signature::OpSignature, trace::OpStreamHasher};
 use burn_fusion::observer::{BlockOperations, FusionObservation, FusionObserver};
 use burn_ir::{OperationIr, TensorId};
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use crate::thread_clock::SampledClock;
 use std::time::Duration;
 
 /// Windows (sync to sync) looked at before giving up on a judgement.
@@ -259,7 +259,15 @@ impl OpStreamWatch {
             events: Vec::new(),
             warned: BTreeSet::new(),
         };
-        let watch = Arc::new(OpStreamWatch { expected, longest, mode, install, done: AtomicBool::new(false), state: Mutex::new(state), outcome: OnceLock::new() });
+        let watch = Arc::new(OpStreamWatch {
+            expected,
+            longest,
+            mode,
+            install,
+            done: AtomicBool::new(false),
+            state: Mutex::new(state),
+            outcome: OnceLock::new(),
+        });
         let observation = FusionObservation::new(watch.clone());
         WatchGuard { watch, _observation: observation }
     }
@@ -433,7 +441,9 @@ impl FusionObserver for OpStreamWatch {
                 if Self::settled_op(settled) {
                     s.reopens += 1;
                     if s.reopens > MAX_REOPENS {
-                        s.events.push(format!("the program's syncs did not settle after {MAX_REOPENS} judgements: stopped watching"));
+                        s.events.push(format!(
+                            "the program's syncs did not settle after {MAX_REOPENS} judgements: stopped watching"
+                        ));
                         self.done.store(true, Ordering::Release);
                     } else {
                         s.events.push("the program's sync pattern changed: judging again".into());

@@ -55,52 +55,148 @@ fn kinds() -> Vec<Kind> {
         k("missing file", Box::new(|d: &Path| d.join("nope.ron")), "No such file or directory"),
         k("directory", Box::new(|d: &Path| d.to_path_buf()), "it is a directory"),
         k("character device /dev/zero", Box::new(|_: &Path| "/dev/zero".into()), "it is not a regular file"),
-        k("FIFO with no writer", Box::new(|d: &Path| {
-            let p = d.join("fifo");
-            let _ = std::process::Command::new("mkfifo").arg(&p).status();
-            p
-        }), "it is not a regular file"),
-        k("file over the size limit", Box::new(|d: &Path| {
-            let p = d.join("huge.ron");
-            std::fs::File::create(&p).unwrap().set_len(1 << 30).unwrap();
-            p
-        }), "larger than the 16 MiB limit"),
-        k("symlink loop", Box::new(|d: &Path| {
-            let p = d.join("loop");
-            let _ = std::os::unix::fs::symlink(&p, &p);
-            p
-        }), "Too many levels of symbolic links"),
-        k("binary (not UTF-8)", Box::new(|d: &Path| {
-            let p = d.join("bin.ron");
-            std::fs::write(&p, [0x50, 0x6c, 0xff, 0x00, 0xfe]).unwrap();
-            p
-        }), "it is not UTF-8 text"),
+        k(
+            "FIFO with no writer",
+            Box::new(|d: &Path| {
+                let p = d.join("fifo");
+                let _ = std::process::Command::new("mkfifo").arg(&p).status();
+                p
+            }),
+            "it is not a regular file",
+        ),
+        k(
+            "file over the size limit",
+            Box::new(|d: &Path| {
+                let p = d.join("huge.ron");
+                std::fs::File::create(&p).unwrap().set_len(1 << 30).unwrap();
+                p
+            }),
+            "larger than the 16 MiB limit",
+        ),
+        k(
+            "symlink loop",
+            Box::new(|d: &Path| {
+                let p = d.join("loop");
+                let _ = std::os::unix::fs::symlink(&p, &p);
+                p
+            }),
+            "Too many levels of symbolic links",
+        ),
+        k(
+            "binary (not UTF-8)",
+            Box::new(|d: &Path| {
+                let p = d.join("bin.ron");
+                std::fs::write(&p, [0x50, 0x6c, 0xff, 0x00, 0xfe]).unwrap();
+                p
+            }),
+            "it is not UTF-8 text",
+        ),
         k("empty file", t(String::new()), "plan file is empty"),
         k("whitespace only", t(" \n\t\n".into()), "plan file is empty"),
         k("truncated", t(good[..good.len() / 2].to_string()), "not valid plan RON"),
         k("JSON instead of RON", t("{\"format_version\": 1, \"cuts\": [7]}".into()), "not valid plan RON"),
         k("a trace file", t("Trace(format_version: 1, model: \"x\")".into()), "not valid plan RON"),
-        k("wrong type (version as text)", t(good.replace("format_version: 1", "format_version: \"1\"")), "not valid plan RON"),
+        k(
+            "wrong type (version as text)",
+            t(good.replace("format_version: 1", "format_version: \"1\"")),
+            "not valid plan RON",
+        ),
         k("negative number", t(good.replace("ops_per_step: 100", "ops_per_step: -100")), "not valid plan RON"),
-        k("number out of range", t(good.replace("cuts: [\n        BoundaryId(7),", "cuts: [\n        BoundaryId(1180591620717411303424),")), "not valid plan RON"),
+        k(
+            "number out of range",
+            t(good.replace("cuts: [\n        BoundaryId(7),", "cuts: [\n        BoundaryId(1180591620717411303424),")),
+            "not valid plan RON",
+        ),
         k("missing field", t(good.replace("burn_version: \"0.22.1\",", "")), "not valid plan RON"),
         k("duplicate field", t(good.replacen("cuts: [", "cuts: [], cuts: [", 1)), "not valid plan RON"),
-        k("nested 100 000 deep", t(format!("PlanFile(format_version: 1, cuts: {}{})", "[".repeat(100_000), "]".repeat(100_000))), "not valid plan RON"),
-        k("newer format version", t(good.replace("format_version: 1", "format_version: 7")), &format!("format version 7; this Blaze reads versions 1..={}", blaze_ir::plan::FORMAT_VERSION)),
+        k(
+            "nested 100 000 deep",
+            t(format!("PlanFile(format_version: 1, cuts: {}{})", "[".repeat(100_000), "]".repeat(100_000))),
+            "not valid plan RON",
+        ),
+        k(
+            "newer format version",
+            t(good.replace("format_version: 1", "format_version: 7")),
+            &format!("format version 7; this Blaze reads versions 1..={}", blaze_ir::plan::FORMAT_VERSION),
+        ),
         k("format version 0", t(good.replace("format_version: 1", "format_version: 0")), "format version 0"),
-        k("beam width 0", t(edited(|p| { p.format_version = 2; p.settings.max_blocks = Some(0) })), "plan setting out of range: max_blocks = 0"),
-        k("submission batch too large", t(edited(|p| { p.format_version = 2; p.settings.max_tasks = Some(1 << 20) })), "plan setting out of range: max_tasks = 1048576"),
-        k("settings in a version-1 file", t(good.replace("cuts: [", "settings: (max_blocks: Some(2)),\n    cuts: [")), "version 1 cannot hold settings"),
-        k("cut that is not a cut point", t(edited(|p| p.cuts = vec![BoundaryId(5)])), "not cut points of its model: b5"),
-        k("cut at operation 0", t(edited(|p| { p.cut_points.push(BoundaryId(0)); p.cuts = vec![BoundaryId(0)] })), "not cut points of its model: b0"),
-        k("cut beyond the step", t(edited(|p| { p.cut_points.push(BoundaryId(100)); p.cuts = vec![BoundaryId(100)] })), "not cut points of its model: b100"),
-        k("duplicate cut", t(edited(|p| p.cuts = vec![BoundaryId(7), BoundaryId(3), BoundaryId(7)])), "lists a cut more than once: b7"),
-        k("another model", t(edited(|p| p.contract.model = "mlp-w1025".into())), "made for model `mlp-w1025`, but this run has `attention-d257`"),
-        k("another regime", t(edited(|p| p.contract.regime = Regime::Forward)), "made for regime `forward`, but this run has `training`"),
-        k("other shapes", t(edited(|p| p.contract.shapes = "batch=16 seq=256 d=257".into())), "made for shapes `batch=16 seq=256 d=257`"),
-        k("another device", t(edited(|p| p.contract.device.adapter = "NVIDIA H200".into())), "made for device adapter `NVIDIA H200`"),
-        k("another shader compiler", t(edited(|p| p.contract.device.compiler = "spirv".into())), "made for shader compiler `spirv`"),
-        k("another Burn version", t(edited(|p| p.contract.burn_version = "0.21.0".into())), "made for Burn version `0.21.0`"),
+        k(
+            "beam width 0",
+            t(edited(|p| {
+                p.format_version = 2;
+                p.settings.max_blocks = Some(0)
+            })),
+            "plan setting out of range: max_blocks = 0",
+        ),
+        k(
+            "submission batch too large",
+            t(edited(|p| {
+                p.format_version = 2;
+                p.settings.max_tasks = Some(1 << 20)
+            })),
+            "plan setting out of range: max_tasks = 1048576",
+        ),
+        k(
+            "settings in a version-1 file",
+            t(good.replace("cuts: [", "settings: (max_blocks: Some(2)),\n    cuts: [")),
+            "version 1 cannot hold settings",
+        ),
+        k(
+            "cut that is not a cut point",
+            t(edited(|p| p.cuts = vec![BoundaryId(5)])),
+            "not cut points of its model: b5",
+        ),
+        k(
+            "cut at operation 0",
+            t(edited(|p| {
+                p.cut_points.push(BoundaryId(0));
+                p.cuts = vec![BoundaryId(0)]
+            })),
+            "not cut points of its model: b0",
+        ),
+        k(
+            "cut beyond the step",
+            t(edited(|p| {
+                p.cut_points.push(BoundaryId(100));
+                p.cuts = vec![BoundaryId(100)]
+            })),
+            "not cut points of its model: b100",
+        ),
+        k(
+            "duplicate cut",
+            t(edited(|p| p.cuts = vec![BoundaryId(7), BoundaryId(3), BoundaryId(7)])),
+            "lists a cut more than once: b7",
+        ),
+        k(
+            "another model",
+            t(edited(|p| p.contract.model = "mlp-w1025".into())),
+            "made for model `mlp-w1025`, but this run has `attention-d257`",
+        ),
+        k(
+            "another regime",
+            t(edited(|p| p.contract.regime = Regime::Forward)),
+            "made for regime `forward`, but this run has `training`",
+        ),
+        k(
+            "other shapes",
+            t(edited(|p| p.contract.shapes = "batch=16 seq=256 d=257".into())),
+            "made for shapes `batch=16 seq=256 d=257`",
+        ),
+        k(
+            "another device",
+            t(edited(|p| p.contract.device.adapter = "NVIDIA H200".into())),
+            "made for device adapter `NVIDIA H200`",
+        ),
+        k(
+            "another shader compiler",
+            t(edited(|p| p.contract.device.compiler = "spirv".into())),
+            "made for shader compiler `spirv`",
+        ),
+        k(
+            "another Burn version",
+            t(edited(|p| p.contract.burn_version = "0.21.0".into())),
+            "made for Burn version `0.21.0`",
+        ),
     ]
 }
 
@@ -121,7 +217,10 @@ fn every_bad_plan_kind_warns_once_with_its_reason_and_keeps_burns_plan_in_bounde
         let peak = blaze_ir::heap::peak_since(base);
         let LoadOutcome::Fallback(err) = outcome else { panic!("{kind}: the plan was applied") };
         let warning = fallback_warning(&err);
-        assert!(warning.starts_with("warning: blaze: ") && warning.ends_with("; using Burn's own fusion plan"), "{kind}: {warning}");
+        assert!(
+            warning.starts_with("warning: blaze: ") && warning.ends_with("; using Burn's own fusion plan"),
+            "{kind}: {warning}"
+        );
         assert!(warning.contains(why.as_str()), "{kind}: expected `{why}` in: {warning}");
         assert_eq!(warning.lines().count(), 1, "{kind}: one line");
         assert_eq!(burn_fusion::cut::store_key(), 0, "{kind}: Burn's own plan stays in force");

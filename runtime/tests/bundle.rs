@@ -50,13 +50,24 @@ fn the_entry_for_this_device_and_regime_is_installed_and_a_regime_switch_picks_t
     assert_eq!(cuts(&forward), vec![BoundaryId(3)]);
     assert_eq!(burn_fusion::cut::store_key(), PlanFile::store_key(&[BoundaryId(3)], None));
 
-    let LoadOutcome::Fallback(err) = load_plan(&path, &contract(Regime::Forward, "NVIDIA H200")) else { panic!("no H200 forward entry") };
+    let LoadOutcome::Fallback(err) = load_plan(&path, &contract(Regime::Forward, "NVIDIA H200")) else {
+        panic!("no H200 forward entry")
+    };
     let warning = fallback_warning(&err);
-    assert!(warning.contains("no entry of the bundle fits this run (attention-d257 forward [batch=2 seq=32 d=257] on NVIDIA H200"), "{warning}");
+    assert!(
+        warning.contains(
+            "no entry of the bundle fits this run (attention-d257 forward [batch=2 seq=32 d=257] on NVIDIA H200"
+        ),
+        "{warning}"
+    );
     assert_eq!(burn_fusion::cut::store_key(), 0, "Burn's own plan in force");
 
     let old = dir.join("plan.ron");
     std::fs::write(&old, plan(Regime::Training, "llvmpipe", 3).to_ron()).unwrap();
-    assert_eq!(cuts(&load_plan(&old, &contract(Regime::Training, "llvmpipe"))), vec![BoundaryId(3)], "a plan file loads as before");
+    assert_eq!(
+        cuts(&load_plan(&old, &contract(Regime::Training, "llvmpipe"))),
+        vec![BoundaryId(3)],
+        "a plan file loads as before"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -40,7 +40,11 @@ fn load_with_cuts(cuts: &[BoundaryId], settings: Settings) -> Vec<String> {
 fn settings_are_applied_at_load_and_the_programs_own_value_is_named() {
     let width = Settings::beam_width(Some(2));
     assert!(load(width).is_empty());
-    assert_eq!(burn_fusion::cut::store_key(), PlanFile::store_key(&[BoundaryId(7)], Some(2)), "the width has a plan store of its own");
+    assert_eq!(
+        burn_fusion::cut::store_key(),
+        PlanFile::store_key(&[BoundaryId(7)], Some(2)),
+        "the width has a plan store of its own"
+    );
     assert_ne!(burn_fusion::cut::store_key(), PlanFile::store_key(&[BoundaryId(7)], None));
 
     // A width alone, cached by position (version 3): a store apart from the same width shared.
@@ -58,6 +62,10 @@ fn settings_are_applied_at_load_and_the_programs_own_value_is_named() {
     unsafe { std::env::set_var(MAX_TASKS_ENV, "8") };
     let notes = load(tasks);
     assert_eq!(notes.len(), 1, "{notes:?}");
-    assert!(notes[0].contains("CUBECL_WGPU_MAX_TASKS=8 set by this program wins over the plan's max_tasks = 16"), "{}", notes[0]);
+    assert!(
+        notes[0].contains("CUBECL_WGPU_MAX_TASKS=8 set by this program wins over the plan's max_tasks = 16"),
+        "{}",
+        notes[0]
+    );
     assert_eq!(std::env::var(MAX_TASKS_ENV).as_deref(), Ok("8"), "the program's value is left alone");
 }

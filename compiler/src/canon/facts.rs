@@ -13,11 +13,13 @@ pub struct Facts {
     pub reductions: BTreeSet<u32>,
 }
 
-const REDUCTIONS: [&str; 10] = ["SumDim", "MeanDim", "ProdDim", "ArgMax", "ArgMin", "MinDim", "MaxDim", "MaxAbsDim", "AnyDim", "AllDim"];
+const REDUCTIONS: [&str; 10] =
+    ["SumDim", "MeanDim", "ProdDim", "ArgMax", "ArgMin", "MinDim", "MaxDim", "MaxAbsDim", "AnyDim", "AllDim"];
 
 impl Facts {
     pub fn from_trace(trace: &Trace) -> Self {
-        let blocks = trace.partition.fused_blocks_sorted().into_iter().map(|(i, members)| (i as u32, members)).collect();
+        let blocks =
+            trace.partition.fused_blocks_sorted().into_iter().map(|(i, members)| (i as u32, members)).collect();
         let reductions = trace
             .ops
             .iter()

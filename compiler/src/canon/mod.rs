@@ -14,8 +14,8 @@ pub mod lang;
 pub mod rules;
 
 use crate::candidate::Candidate;
-pub use facts::Facts;
 use egg::{EGraph, Id, RecExpr, Runner};
+pub use facts::Facts;
 pub use lang::PlanLang;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -89,7 +89,12 @@ pub fn canonicalise(candidates: &[Candidate], facts: Arc<Facts>) -> Canonical {
             }
         }
     }
-    Canonical { groups, stop_reason, iterations: runner.iterations.len(), egraph_nodes: runner.egraph.total_number_of_nodes() }
+    Canonical {
+        groups,
+        stop_reason,
+        iterations: runner.iterations.len(),
+        egraph_nodes: runner.egraph.total_number_of_nodes(),
+    }
 }
 
 #[cfg(test)]

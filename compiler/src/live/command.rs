@@ -64,7 +64,14 @@ pub fn live(resolve: &Resolver, args: &LiveArgs) -> anyhow::Result<()> {
     if let Some(out) = &args.output {
         crate::files::prepare_output(out)?;
     }
-    let mut opts = LiveOptions { max_blocks: args.max_blocks.clone(), cut_arms: args.cut_arms, fusion_off: !args.no_fusion_off, bundle: args.bundle.clone(), inject_drift: args.inject_drift, ..LiveOptions::default() };
+    let mut opts = LiveOptions {
+        max_blocks: args.max_blocks.clone(),
+        cut_arms: args.cut_arms,
+        fusion_off: !args.no_fusion_off,
+        bundle: args.bundle.clone(),
+        inject_drift: args.inject_drift,
+        ..LiveOptions::default()
+    };
     opts.schedule.first_check = args.first_check;
     opts.schedule.select = args.race.rules();
     opts.schedule.check = crate::tune::race::RaceRules { max_rounds: args.check_rounds, ..opts.schedule.check.clone() };
@@ -105,7 +112,12 @@ pub struct LiveRun {
 }
 
 /// The report (with the run's losses) as RON, and its markdown beside it.
-fn write_report(out: &std::path::Path, report: &LiveReport, losses: &[f32], switched_at: Option<u64>) -> anyhow::Result<()> {
+fn write_report(
+    out: &std::path::Path,
+    report: &LiveReport,
+    losses: &[f32],
+    switched_at: Option<u64>,
+) -> anyhow::Result<()> {
     let run = LiveRun { report: report.clone(), losses: losses.to_vec(), switched_at };
     crate::files::write_atomic(out, &crate::files::to_ron(&run))?;
     crate::files::write_atomic(&out.with_extension("md"), &report.to_markdown())

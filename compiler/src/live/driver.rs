@@ -41,7 +41,8 @@ pub struct Schedule {
 
 impl Default for Schedule {
     fn default() -> Self {
-        let check = RaceRules { min_rounds: 10, max_rounds: 40, budget: Duration::from_secs(20), ..RaceRules::default() };
+        let check =
+            RaceRules { min_rounds: 10, max_rounds: 40, budget: Duration::from_secs(20), ..RaceRules::default() };
         Self { settle_steps: 20, sizing_steps: 5, select: RaceRules::default(), check, first_check: 500 }
     }
 }
@@ -188,7 +189,9 @@ impl Driver {
                 }
                 self.phase = self.after_race_step(race, now);
             }
-            Phase::Settled { since, delay } if self.step >= since + delay => self.phase = Phase::Racing(self.check_race(now)),
+            Phase::Settled { since, delay } if self.step >= since + delay => {
+                self.phase = Phase::Racing(self.check_race(now))
+            }
             settled @ Phase::Settled { .. } => self.phase = settled,
         }
     }
@@ -223,7 +226,12 @@ impl Driver {
     /// The winner as reference (race id 0), the runner-up as the one challenger (race id 1).
     fn check_race(&self, now: Duration) -> Race {
         let rules = &self.schedule.check;
-        Race::new(RaceState::new(&[Entrant { id: 1, can_win: true }], rules), vec![self.winner, self.runner_up], now, true)
+        Race::new(
+            RaceState::new(&[Entrant { id: 1, can_win: true }], rules),
+            vec![self.winner, self.runner_up],
+            now,
+            true,
+        )
     }
 
     fn after_race_step(&mut self, mut race: Race, now: Duration) -> Phase {
@@ -266,7 +274,9 @@ impl Driver {
         let standings = race.state.standings().to_vec();
         // The runner-up: the best other arm that may win, by its ratio to Burn's plan (Burn's
         // plan counts 1.0; broken and slower arms never).
-        let ratio = |id: usize| if id == BURN { 1.0 } else { standings.iter().find(|s| s.id == id).map_or(f64::INFINITY, usable_ratio) };
+        let ratio = |id: usize| {
+            if id == BURN { 1.0 } else { standings.iter().find(|s| s.id == id).map_or(f64::INFINITY, usable_ratio) }
+        };
         let others = (0..self.arms_total).filter(|&id| id != winner && self.can_win[id]);
         let runner_up = others.min_by(|&a, &b| ratio(a).total_cmp(&ratio(b))).unwrap_or(BURN);
         // Nothing to check against when no other arm may be kept.
@@ -366,23 +376,31 @@ mod tests {
     }
 
     fn schedule() -> Schedule {
-        let select = RaceRules { min_rounds: 5, max_rounds: 60, budget: Duration::from_secs(600), ..RaceRules::default() };
-        let check = RaceRules { min_rounds: 5, max_rounds: 20, budget: Duration::from_secs(600), ..RaceRules::default() };
+        let select =
+            RaceRules { min_rounds: 5, max_rounds: 60, budget: Duration::from_secs(600), ..RaceRules::default() };
+        let check =
+            RaceRules { min_rounds: 5, max_rounds: 20, budget: Duration::from_secs(600), ..RaceRules::default() };
         Schedule { settle_steps: 2, sizing_steps: 3, select, check, first_check: 100 }
     }
 
     fn settled(events: &[Event]) -> Vec<(u64, usize, usize)> {
-        events.iter().filter_map(|e| match &e.what {
-            What::Settled { winner, runner_up, .. } => Some((e.step, *winner, *runner_up)),
-            _ => None,
-        }).collect()
+        events
+            .iter()
+            .filter_map(|e| match &e.what {
+                What::Settled { winner, runner_up, .. } => Some((e.step, *winner, *runner_up)),
+                _ => None,
+            })
+            .collect()
     }
 
     fn checks(events: &[Event]) -> Vec<(u64, bool, u64)> {
-        events.iter().filter_map(|e| match &e.what {
-            What::Checked { clean, next_in_steps, .. } => Some((e.step, *clean, *next_in_steps)),
-            _ => None,
-        }).collect()
+        events
+            .iter()
+            .filter_map(|e| match &e.what {
+                What::Checked { clean, next_in_steps, .. } => Some((e.step, *clean, *next_in_steps)),
+                _ => None,
+            })
+            .collect()
     }
 
     #[test]
@@ -393,10 +411,18 @@ mod tests {
         let s = settled(&driver.events);
         assert_eq!(s.len(), 1, "{:?}", driver.events);
         assert_eq!((s[0].1, s[0].2), (1, 0), "arm 1 wins, Burn's plan is the runner-up");
-        assert!(matches!(driver.events[0].what, What::Sized { steps_per_visit: 5..=6, .. }), "50 ms of 10 ms steps: {:?}", driver.events[0]);
+        assert!(
+            matches!(driver.events[0].what, What::Sized { steps_per_visit: 5..=6, .. }),
+            "50 ms of 10 ms steps: {:?}",
+            driver.events[0]
+        );
         let c = checks(&driver.events);
         assert!(c.len() >= 3 && c.iter().all(|c| c.1), "{c:?}");
-        assert_eq!(c.iter().map(|c| c.2).take(3).collect::<Vec<_>>(), vec![200, 400, 800], "every clean check doubles the delay");
+        assert_eq!(
+            c.iter().map(|c| c.2).take(3).collect::<Vec<_>>(),
+            vec![200, 400, 800],
+            "every clean check doubles the delay"
+        );
         // Each check starts `delay` steps after the previous decision (it then runs its rounds).
         assert!(c[0].0 > s[0].0 + 100 && c[1].0 > c[0].0 + 200 && c[2].0 > c[1].0 + 400, "{c:?} after {s:?}");
         assert_eq!(driver.winner(), 1);
@@ -415,7 +441,8 @@ mod tests {
         fake.run(&mut driver, 3000);
         let s = settled(&driver.events);
         assert_eq!((s[0].1, s[0].2), (1, 0), "{:?}", driver.events);
-        let reopened: Vec<u64> = driver.events.iter().filter(|e| matches!(e.what, What::Reopened { .. })).map(|e| e.step).collect();
+        let reopened: Vec<u64> =
+            driver.events.iter().filter(|e| matches!(e.what, What::Reopened { .. })).map(|e| e.step).collect();
         assert_eq!(reopened.len(), 1, "{:?}", driver.events);
         assert!(reopened[0] > 1000, "the drift is found only after it happened: {reopened:?}");
         assert!(checks(&driver.events).iter().any(|c| !c.1 && c.0 == reopened[0]));

@@ -59,7 +59,15 @@ pub struct LiveOptions {
 
 impl Default for LiveOptions {
     fn default() -> Self {
-        Self { schedule: Schedule::default(), max_blocks: vec![1, 2, 8], cut_arms: 2, fusion_off: true, seed: 0, bundle: None, inject_drift: None }
+        Self {
+            schedule: Schedule::default(),
+            max_blocks: vec![1, 2, 8],
+            cut_arms: 2,
+            fusion_off: true,
+            seed: 0,
+            bundle: None,
+            inject_drift: None,
+        }
     }
 }
 
@@ -113,7 +121,12 @@ impl Live {
 
     /// Prepares the arms on side instances (trace, plan space, confirm, verify) and starts the
     /// schedule under Burn's plan.
-    pub fn start(factory: &dyn ModelFactory, regime: Regime, opts: &LiveOptions, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Self> {
+    pub fn start(
+        factory: &dyn ModelFactory,
+        regime: Regime,
+        opts: &LiveOptions,
+        progress: &mut dyn FnMut(&str),
+    ) -> anyhow::Result<Self> {
         let started = Instant::now();
         let (cands, arms, refused) = prepare(factory, regime, opts, progress)?;
         let can_win = cands.iter().map(|c| !c.unfused).collect();
@@ -122,7 +135,16 @@ impl Live {
         let report = LiveReport::new(&desc, &opts.schedule, arms, refused, started.elapsed().as_secs_f64());
         install(&cands[0]);
         let clock = WallClock(Instant::now());
-        Ok(Self { inner: Some(Running { driver, arms: DeviceArms(cands), clock, report, inject_drift: opts.inject_drift, slowed: None }) })
+        Ok(Self {
+            inner: Some(Running {
+                driver,
+                arms: DeviceArms(cands),
+                clock,
+                report,
+                inject_drift: opts.inject_drift,
+                slowed: None,
+            }),
+        })
     }
 
     /// One training step of `model`, under the arm the schedule says.
@@ -192,7 +214,12 @@ impl Clock for WallClock {
 
 /// Trace, plan space, confirm (duplicates go), verify (refusals go): the arms, Burn's plan
 /// first, with the refused ones and why.
-fn prepare(factory: &dyn ModelFactory, regime: Regime, opts: &LiveOptions, progress: &mut dyn FnMut(&str)) -> anyhow::Result<(Vec<Candidate>, Vec<Arm>, Vec<Arm>)> {
+fn prepare(
+    factory: &dyn ModelFactory,
+    regime: Regime,
+    opts: &LiveOptions,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<(Vec<Candidate>, Vec<Arm>, Vec<Arm>)> {
     progress("live: trace");
     let traced = trace(factory, &TraceOptions::new(regime, 3))?;
     let (requested, canon) = crate::space::candidates(&traced, opts.cut_arms + 1, opts.seed);
@@ -204,7 +231,9 @@ fn prepare(factory: &dyn ModelFactory, regime: Regime, opts: &LiveOptions, progr
         }
     }
     let cut_reps = canon.representatives().into_iter().filter(|&i| !requested[i].cuts.is_empty()).take(opts.cut_arms);
-    cands.extend(cut_reps.map(|i| requested[i].cuts.clone()).collect::<Vec<_>>().into_iter().map(|cuts| Candidate::new(0, cuts)));
+    cands.extend(
+        cut_reps.map(|i| requested[i].cuts.clone()).collect::<Vec<_>>().into_iter().map(|cuts| Candidate::new(0, cuts)),
+    );
     cands.extend(crate::tune::settings_candidates(0, &opts.max_blocks, false));
     if opts.fusion_off {
         cands.push(Candidate::fusion_off(0));
@@ -220,7 +249,9 @@ fn prepare(factory: &dyn ModelFactory, regime: Regime, opts: &LiveOptions, progr
     kept.sort_by_key(|c| c.id);
     let (mut arms, mut refused, mut out) = (Vec::new(), Vec::new(), Vec::new());
     for c in kept {
-        let outcome = if c.is_burn() { VerifyOutcome::NothingToCheck } else {
+        let outcome = if c.is_burn() {
+            VerifyOutcome::NothingToCheck
+        } else {
             progress(&format!("live: verify {}", c.to_text()));
             verify(factory, regime, &c, false)
         };

@@ -89,10 +89,15 @@ impl LiveReport {
         let mut r = self.clone();
         r.steps = driver.steps();
         r.events = driver.events.clone();
-        r.usage = driver.costs.iter().enumerate().map(|(arm, c)| {
-            let median_ms = (!c.samples.is_empty()).then(|| Summary::of(&c.samples).median);
-            ArmUse { arm, steps: c.steps, samples: c.samples.clone(), median_ms }
-        }).collect();
+        r.usage = driver
+            .costs
+            .iter()
+            .enumerate()
+            .map(|(arm, c)| {
+                let median_ms = (!c.samples.is_empty()).then(|| Summary::of(&c.samples).median);
+                ArmUse { arm, steps: c.steps, samples: c.samples.clone(), median_ms }
+            })
+            .collect();
         r.check_steps = driver.costs.iter().map(|c| c.check_steps).sum();
         let first = r.events.iter().find(|e| matches!(e.what, What::Settled { .. }));
         r.settle_step = first.map(|e| e.step);
@@ -104,7 +109,12 @@ impl LiveReport {
     fn account(&mut self, kept: usize) {
         let median = |arm: usize| self.usage.get(arm).and_then(|u| u.median_ms);
         let Some(kept_ms) = median(kept) else { return };
-        let slower: f64 = self.usage.iter().filter(|u| u.arm != kept).filter_map(|u| Some(u.steps as f64 * (u.median_ms? - kept_ms))).sum();
+        let slower: f64 = self
+            .usage
+            .iter()
+            .filter(|u| u.arm != kept)
+            .filter_map(|u| Some(u.steps as f64 * (u.median_ms? - kept_ms)))
+            .sum();
         self.slower_arms_ms = Some(slower);
         let cost_ms = self.prepare_s * 1e3 + slower.max(0.0);
         let off = self.arms.iter().position(|a| a.text.ends_with("fusion-off"));
@@ -116,11 +126,19 @@ impl LiveReport {
     }
 
     pub fn to_markdown(&self) -> String {
-        let mut out = format!("# Live run: {} {} [{}] on {}\n\n", self.model, self.regime, self.shapes, self.device.adapter);
+        let mut out =
+            format!("# Live run: {} {} [{}] on {}\n\n", self.model, self.regime, self.shapes, self.device.adapter);
         out += &format!("protocol {}; commit {}; {}\n\n", LIVE_PROTOCOL, self.commit, self.date);
         out += "| arm | plan | verify | steps | median ms/step |\n|---|---|---|---|---|\n";
         for (a, u) in self.arms.iter().zip(&self.usage) {
-            out += &format!("| {} | {} | {} | {} | {} |\n", u.arm, a.text, a.verify, u.steps, u.median_ms.map_or("–".into(), |m| format!("{m:.3}")));
+            out += &format!(
+                "| {} | {} | {} | {} | {} |\n",
+                u.arm,
+                a.text,
+                a.verify,
+                u.steps,
+                u.median_ms.map_or("–".into(), |m| format!("{m:.3}"))
+            );
         }
         for a in &self.refused {
             out += &format!("| – | {} | {} (refused: never ran) | 0 | – |\n", a.text, a.verify);
@@ -132,8 +150,14 @@ impl LiveReport {
         let f = |x: Option<f64>, unit: &str| x.map_or("–".into(), |v| format!("{v:.1}{unit}"));
         out += &format!(
             "\nsteps {}; preparation {:.1} s; settled at step {} ({} after start); slower arms cost {}; check steps {}; break-even vs Burn's default {} steps, vs best stock {} steps\n",
-            self.steps, self.prepare_s, self.settle_step.map_or("–".into(), |s| s.to_string()), f(self.window_s, " s"),
-            f(self.slower_arms_ms, " ms"), self.check_steps, f(self.break_even_default, ""), f(self.break_even_stock, ""),
+            self.steps,
+            self.prepare_s,
+            self.settle_step.map_or("–".into(), |s| s.to_string()),
+            f(self.window_s, " s"),
+            f(self.slower_arms_ms, " ms"),
+            self.check_steps,
+            f(self.break_even_default, ""),
+            f(self.break_even_stock, ""),
         );
         out
     }
@@ -143,12 +167,18 @@ impl LiveReport {
 pub fn event_text(e: &Event, arms: &[Arm]) -> String {
     let name = |i: usize| arms.get(i).map_or(format!("arm {i}"), |a| a.text.clone());
     match &e.what {
-        What::Sized { step_ms, steps_per_visit } => format!("sized: Burn's step {step_ms:.3} ms, {steps_per_visit} timed steps per visit"),
-        What::Settled { winner, runner_up, stop, .. } => format!("settled on {} (runner-up {}); {stop}", name(*winner), name(*runner_up)),
+        What::Sized { step_ms, steps_per_visit } => {
+            format!("sized: Burn's step {step_ms:.3} ms, {steps_per_visit} timed steps per visit")
+        }
+        What::Settled { winner, runner_up, stop, .. } => {
+            format!("settled on {} (runner-up {}); {stop}", name(*winner), name(*runner_up))
+        }
         What::Checked { clean, ratio, lo, hi, next_in_steps } => format!(
             "check: runner-up/kept {ratio:.4} [{lo:.4}, {hi:.4}]; {}; next check in {next_in_steps} steps",
             if *clean { "clean" } else { "runner-up faster with confidence" }
         ),
-        What::Reopened { winner, runner_up } => format!("reopened: {} no longer beats {}; selecting again", name(*winner), name(*runner_up)),
+        What::Reopened { winner, runner_up } => {
+            format!("reopened: {} no longer beats {}; selecting again", name(*winner), name(*runner_up))
+        }
     }
 }

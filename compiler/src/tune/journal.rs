@@ -134,7 +134,9 @@ pub fn inject_device_lost(id: Option<usize>) {
 pub fn check_device_loss_took_effect() -> Result<(), String> {
     match DEVICES_DESTROYED.load(Ordering::Relaxed) {
         0 => Ok(()),
-        n => Err(format!("--inject-device-lost: the device was destroyed {n} time(s) but every later step still ran, so this driver never reported it lost; the fault cannot be injected this way here")),
+        n => Err(format!(
+            "--inject-device-lost: the device was destroyed {n} time(s) but every later step still ran, so this driver never reported it lost; the fault cannot be injected this way here"
+        )),
     }
 }
 
@@ -157,7 +159,10 @@ pub fn encode_broken(broken: &[(usize, String)]) -> String {
 /// Candidates found broken by earlier workers (worker side).
 pub fn broken_from_env() -> Vec<(usize, String)> {
     let text = std::env::var(BROKEN_ENV).unwrap_or_default();
-    text.lines().filter_map(|l| l.split_once('=')).filter_map(|(id, why)| Some((id.parse().ok()?, why.to_string()))).collect()
+    text.lines()
+        .filter_map(|l| l.split_once('='))
+        .filter_map(|(id, why)| Some((id.parse().ok()?, why.to_string())))
+        .collect()
 }
 
 #[cfg(test)]
@@ -166,9 +171,11 @@ mod tests {
 
     #[test]
     fn broken_list_round_trips_through_the_environment_text() {
-        let broken = vec![(3, "hung: no progress for 20 s".to_string()), (7, "worker exit status 101\nsecond line".to_string())];
+        let broken =
+            vec![(3, "hung: no progress for 20 s".to_string()), (7, "worker exit status 101\nsecond line".to_string())];
         let text = encode_broken(&broken);
-        let back: Vec<(usize, String)> = text.lines().filter_map(|l| l.split_once('=')).map(|(i, w)| (i.parse().unwrap(), w.to_string())).collect();
+        let back: Vec<(usize, String)> =
+            text.lines().filter_map(|l| l.split_once('=')).map(|(i, w)| (i.parse().unwrap(), w.to_string())).collect();
         assert_eq!(back[0], broken[0]);
         assert_eq!(back[1], (7, "worker exit status 101 second line".to_string()));
     }

@@ -9,7 +9,7 @@
 use super::race::{Entrant, Race, RaceRules, Visitor, race};
 use crate::candidate::Candidate;
 use crate::confirm::install;
-use crate::drive::{Settle, SETTLE, settle, timed_step};
+use crate::drive::{SETTLE, Settle, settle, timed_step};
 use blaze_runtime::{Model, Recording, activate_burn_default};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -23,10 +23,12 @@ pub const SIZING_STEPS: usize = 5;
 
 /// The median of [`SIZING_STEPS`] timed steps, ms, and those steps' losses.
 pub fn median_step_ms(model: &mut dyn Model) -> (f64, Vec<f32>) {
-    let (mut times, losses): (Vec<f64>, Vec<f32>) = (0..SIZING_STEPS).map(|_| {
-        let (ms, out) = timed_step(model);
-        (ms, out.loss)
-    }).unzip();
+    let (mut times, losses): (Vec<f64>, Vec<f32>) = (0..SIZING_STEPS)
+        .map(|_| {
+            let (ms, out) = timed_step(model);
+            (ms, out.loss)
+        })
+        .unzip();
     times.sort_by(f64::total_cmp);
     (times[SIZING_STEPS / 2], losses)
 }
@@ -84,7 +86,12 @@ impl<'a> DeviceVisitor<'a> {
 
     /// [`DeviceVisitor::new`] recording the captured candidates on `captured_model` (with
     /// its state held in place first) instead of `model`.
-    pub fn with_captured_model(model: &'a mut dyn Model, mut captured_model: Option<&'a mut dyn Model>, candidates: &[&Candidate], slowdown: Option<Slowdown>) -> Self {
+    pub fn with_captured_model(
+        model: &'a mut dyn Model,
+        mut captured_model: Option<&'a mut dyn Model>,
+        candidates: &[&Candidate],
+        slowdown: Option<Slowdown>,
+    ) -> Self {
         let reference = candidates.first().expect("a race needs Burn's plan");
         install(reference);
         let settle_steps = settle(model, Settle::For(SETTLE)).len();
@@ -156,7 +163,12 @@ pub fn visit_block(model: &mut dyn Model, k: u32, delay: Option<Duration>) -> f6
 
 /// [`visit_block`] whose steps replay `recording` (a captured candidate: each step writes the
 /// next batch into the inputs, then replays) instead of stepping eagerly.
-fn visit_steps(model: &mut dyn Model, mut recording: Option<&mut Box<dyn Recording>>, k: u32, delay: Option<Duration>) -> Result<f64, String> {
+fn visit_steps(
+    model: &mut dyn Model,
+    mut recording: Option<&mut Box<dyn Recording>>,
+    k: u32,
+    delay: Option<Duration>,
+) -> Result<f64, String> {
     let mut step = |model: &mut dyn Model| -> Result<(), String> {
         match recording.as_mut() {
             Some(r) => blaze_runtime::captured::replay_on(model, r.as_mut(), false).map(drop),

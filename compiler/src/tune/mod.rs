@@ -19,9 +19,9 @@ use crate::space::candidates;
 use crate::tracing::{TraceOptions, trace};
 use blaze_ir::plan::{DeviceInfo, Measurements, PlanStore, Regime, Settings};
 use blaze_runtime::ModelFactory;
-use serde::{Deserialize, Serialize};
 use measure::VisitShape;
 use race::{Race, RaceRules, Standing, Verdict};
+use serde::{Deserialize, Serialize};
 use stats::Summary;
 use std::time::Instant;
 use verify::VerifyOutcome;
@@ -159,7 +159,11 @@ pub struct TuneResult {
     pub plan: Option<blaze_ir::PlanFile>,
 }
 
-pub fn tune(factory: &dyn ModelFactory, opts: &TuneOptions, progress: &mut dyn FnMut(&str)) -> anyhow::Result<TuneResult> {
+pub fn tune(
+    factory: &dyn ModelFactory,
+    opts: &TuneOptions,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<TuneResult> {
     let start = Instant::now();
     progress("trace");
     let traced = trace(factory, &TraceOptions::new(opts.regime, opts.warmup))?;
@@ -207,9 +211,14 @@ pub fn tune(factory: &dyn ModelFactory, opts: &TuneOptions, progress: &mut dyn F
     progress(&format!("{} survivors of {} requested, and fusion off; racing", racers.len() - 1, cands.len()));
     let race_start = Instant::now();
     let max = opts.rules.max_rounds;
-    let (race, shape, steps) = measure::race_on_device(model.as_mut(), &racers, |c| !c.unfused, &opts.rules, opts.slowdown, |r, n| {
-        progress(&format!("round {r}/{max} ({n} racing)"))
-    })
+    let (race, shape, steps) = measure::race_on_device(
+        model.as_mut(),
+        &racers,
+        |c| !c.unfused,
+        &opts.rules,
+        opts.slowdown,
+        |r, n| progress(&format!("round {r}/{max} ({n} racing)")),
+    )
     .map_err(anyhow::Error::msg)?;
     let race_s = race_start.elapsed().as_secs_f64();
     let mut timed = timed_of(&racers, &race);
@@ -222,7 +231,8 @@ pub fn tune(factory: &dyn ModelFactory, opts: &TuneOptions, progress: &mut dyn F
         true => {
             // Captured candidates take the ids after the fusion-off arm's.
             cands.push(off.clone());
-            let (selection, race, shape) = race_captured(factory, opts, model.as_mut(), &mut cands, first, &mut timed, progress)?;
+            let (selection, race, shape) =
+                race_captured(factory, opts, model.as_mut(), &mut cands, first, &mut timed, progress)?;
             (captured_race, captured_visit) = (Some(race), Some(shape));
             selection
         }
@@ -267,10 +277,15 @@ pub fn tune(factory: &dyn ModelFactory, opts: &TuneOptions, progress: &mut dyn F
         requested,
         collapsed_by_egraph: canon.collapsed(),
         collapsed_by_confirm: groups.iter().map(|g| g.len() - 1).sum(),
-        broken: opts.broken.iter().cloned().chain(race.standings.iter().filter_map(|s| match &s.verdict {
-            Verdict::Broken(why) => Some((s.id, why.clone())),
-            _ => None,
-        })).collect(),
+        broken: opts
+            .broken
+            .iter()
+            .cloned()
+            .chain(race.standings.iter().filter_map(|s| match &s.verdict {
+                Verdict::Broken(why) => Some((s.id, why.clone())),
+                _ => None,
+            }))
+            .collect(),
         fusion_off: None,
         selected,
         selected_text: cands[selected].to_text(),
@@ -305,7 +320,14 @@ fn timed_of(racers: &[&Candidate], race: &Race) -> Vec<Timed> {
             let ms = samples.get(&c.id)?;
             let standing = race.standings.iter().find(|s| s.id == c.id).cloned();
             let outcome = standing.as_ref().map_or("reference: Burn's plan".into(), |s| s.describe());
-            Some(Timed { id: c.id, cuts: c.to_text(), summary: Summary::of(ms), samples: ms.clone(), outcome, standing })
+            Some(Timed {
+                id: c.id,
+                cuts: c.to_text(),
+                summary: Summary::of(ms),
+                samples: ms.clone(),
+                outcome,
+                standing,
+            })
         })
         .collect()
 }
@@ -346,9 +368,15 @@ fn race_captured(
         Regime::Forward => None,
     };
     let own: Option<&mut dyn blaze_runtime::Model> = own.as_mut().map(|m| &mut **m as &mut dyn blaze_runtime::Model);
-    let (race, shape, _) = measure::race_with_captured_model(&mut *model, own, &refs, |_| true, &opts.rules, None, |r, n| {
-        progress(&format!("captured round {r}/{max} ({n} racing)"))
-    })
+    let (race, shape, _) = measure::race_with_captured_model(
+        &mut *model,
+        own,
+        &refs,
+        |_| true,
+        &opts.rules,
+        None,
+        |r, n| progress(&format!("captured round {r}/{max} ({n} racing)")),
+    )
     .map_err(anyhow::Error::msg)?;
     let captured: Vec<&Candidate> = refs.iter().copied().filter(|c| c.is_captured()).collect();
     timed.extend(timed_of(&captured, &race));
@@ -362,7 +390,8 @@ fn race_captured(
         let t = timed.iter_mut().find(|t| t.id == w.id).expect("winners were timed");
         if v.keeps() {
             t.outcome = format!("kept: {}; verified (captured gate)", w.describe());
-            let why = format!("c{} {}; {} (captured race); first race: {}", w.id, w.describe(), race.stop_text(), first.1);
+            let why =
+                format!("c{} {}; {} (captured race); first race: {}", w.id, w.describe(), race.stop_text(), first.1);
             return Ok(((w.id, why, v), race, shape));
         }
         t.outcome = format!("refused by the captured gate: {v:?} ({})", w.describe());
@@ -374,13 +403,28 @@ fn race_captured(
 /// cut points, canonicalises them with that trace's facts, and appends the first
 /// `opts.cuts_per_width` e-graph representatives with cuts (Burn's plan at that width is
 /// already a settings candidate) to `cands`, with the width; returns their ids.
-fn cuts_on_width(factory: &dyn ModelFactory, opts: &TuneOptions, width: u32, cands: &mut Vec<Candidate>) -> anyhow::Result<Vec<usize>> {
+fn cuts_on_width(
+    factory: &dyn ModelFactory,
+    opts: &TuneOptions,
+    width: u32,
+    cands: &mut Vec<Candidate>,
+) -> anyhow::Result<Vec<usize>> {
     let traced = trace(factory, &TraceOptions { regime: opts.regime, warmup: opts.warmup, max_blocks: Some(width) })?;
     let (requested, canon) = candidates(&traced, opts.cuts_per_width + 1, opts.seed ^ u64::from(width));
     let settings = blaze_ir::plan::Settings::beam_width(Some(width));
-    let chosen: Vec<usize> = canon.representatives().into_iter().filter(|&i| !requested[i].cuts.is_empty()).take(opts.cuts_per_width).collect();
+    let chosen: Vec<usize> = canon
+        .representatives()
+        .into_iter()
+        .filter(|&i| !requested[i].cuts.is_empty())
+        .take(opts.cuts_per_width)
+        .collect();
     let first = cands.len();
-    cands.extend(chosen.iter().enumerate().map(|(k, &i)| Candidate::with_settings(first + k, requested[i].cuts.clone(), settings)));
+    cands.extend(
+        chosen
+            .iter()
+            .enumerate()
+            .map(|(k, &i)| Candidate::with_settings(first + k, requested[i].cuts.clone(), settings)),
+    );
     Ok((first..cands.len()).collect())
 }
 
@@ -395,13 +439,19 @@ fn confirm_key(candidate: &Candidate, partition: &blaze_ir::ExecutedPartition) -
 
 pub fn settings_candidates(first_id: usize, widths: &[u32], by_position: bool) -> Vec<Candidate> {
     let stores: &[Option<PlanStore>] = if by_position { &[None, Some(PlanStore::ByPosition)] } else { &[None] };
-    let settings = widths.iter().flat_map(|&n| stores.iter().map(move |&store| Settings { store, ..Settings::beam_width(Some(n)) }));
+    let settings = widths
+        .iter()
+        .flat_map(|&n| stores.iter().map(move |&store| Settings { store, ..Settings::beam_width(Some(n)) }));
     settings.enumerate().map(|(i, s)| Candidate::with_settings(first_id + i, vec![], s)).collect()
 }
 
 /// Confirms the in-process fusion-off arm: one operation per executed block, and the same
 /// partition as the separate fusion-off process when that ran.
-fn fusion_off_arm(model: &mut dyn blaze_runtime::Model, off: &Candidate, child: Option<&FusionOffChild>) -> FusionOffArm {
+fn fusion_off_arm(
+    model: &mut dyn blaze_runtime::Model,
+    off: &Candidate,
+    child: Option<&FusionOffChild>,
+) -> FusionOffArm {
     let part = executed_partitions(model, &[off], |_, _| {}).remove(0);
     let partition = part.fingerprint();
     FusionOffArm {
@@ -414,7 +464,14 @@ fn fusion_off_arm(model: &mut dyn blaze_runtime::Model, off: &Candidate, child: 
 
 /// The best verified winner of the race; otherwise Burn's plan. Never a tie: a candidate the
 /// race could not separate is reported as such.
-fn select(factory: &dyn ModelFactory, opts: &TuneOptions, cands: &[Candidate], race: &Race, timed: &mut [Timed], progress: &mut dyn FnMut(&str)) -> (usize, String, VerifyOutcome) {
+fn select(
+    factory: &dyn ModelFactory,
+    opts: &TuneOptions,
+    cands: &[Candidate],
+    race: &Race,
+    timed: &mut [Timed],
+    progress: &mut dyn FnMut(&str),
+) -> (usize, String, VerifyOutcome) {
     let mut first_refusal: Option<VerifyOutcome> = None;
     for w in race.winners() {
         progress(&format!("verify c{}", w.id));
@@ -429,17 +486,31 @@ fn select(factory: &dyn ModelFactory, opts: &TuneOptions, cands: &[Candidate], r
     }
     let why = match first_refusal {
         Some(_) => format!("every winner was refused by verify; Burn's plan kept ({})", race.stop_text()),
-        None => format!("no candidate is faster than Burn's plan with confidence by the minimum effect; Burn's plan kept ({})", race.stop_text()),
+        None => format!(
+            "no candidate is faster than Burn's plan with confidence by the minimum effect; Burn's plan kept ({})",
+            race.stop_text()
+        ),
     };
     (0, why, first_refusal.unwrap_or(VerifyOutcome::NothingToCheck))
 }
 
 /// Burn's plan and the plan the greedy path ended on, raced on `model` round by round: each
 /// round's incumbent is the race's reference and a challenger is kept only if it wins the race.
-fn greedy_candidates(model: &mut dyn blaze_runtime::Model, units: &[Vec<blaze_ir::BoundaryId>], (per_round, max_rounds): (usize, usize), rules: &RaceRules, progress: &mut dyn FnMut(&str)) -> (Vec<Candidate>, crate::canon::Canonical) {
+fn greedy_candidates(
+    model: &mut dyn blaze_runtime::Model,
+    units: &[Vec<blaze_ir::BoundaryId>],
+    (per_round, max_rounds): (usize, usize),
+    rules: &RaceRules,
+    progress: &mut dyn FnMut(&str),
+) -> (Vec<Candidate>, crate::canon::Canonical) {
     let path = crate::greedy::greedy(units, per_round, max_rounds, |inc, challengers| {
         let sizes: Vec<String> = challengers.iter().map(|c| c.len().to_string()).collect();
-        progress(&format!("greedy: {} cut(s) kept, racing {} challengers ({} cuts)", inc.len(), challengers.len(), sizes.join(", ")));
+        progress(&format!(
+            "greedy: {} cut(s) kept, racing {} challengers ({} cuts)",
+            inc.len(),
+            challengers.len(),
+            sizes.join(", ")
+        ));
         let all: Vec<Candidate> = std::iter::once(Candidate::new(0, inc.to_vec()))
             .chain(challengers.iter().enumerate().map(|(i, c)| Candidate::new(i + 1, c.clone())))
             .collect();
@@ -458,6 +529,11 @@ fn greedy_candidates(model: &mut dyn blaze_runtime::Model, units: &[Vec<blaze_ir
         cands.push(Candidate::new(1, last.clone()));
     }
     let groups = (0..cands.len()).map(|i| vec![i]).collect();
-    let canon = crate::canon::Canonical { groups, stop_reason: format!("greedy: {}", path.stop_reason), iterations: 0, egraph_nodes: 0 };
+    let canon = crate::canon::Canonical {
+        groups,
+        stop_reason: format!("greedy: {}", path.stop_reason),
+        iterations: 0,
+        egraph_nodes: 0,
+    };
     (cands, canon)
 }

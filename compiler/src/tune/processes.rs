@@ -105,7 +105,13 @@ impl Drop for Server {
 fn parse_ready(line: &str) -> Option<(f64, Vec<f32>)> {
     let mut words = line.strip_prefix("ready ")?.split_whitespace();
     let ms = words.next()?.parse().ok()?;
-    let losses = words.next().unwrap_or("").split(',').filter(|w| !w.is_empty()).map(|w| w.parse().ok()).collect::<Option<Vec<f32>>>()?;
+    let losses = words
+        .next()
+        .unwrap_or("")
+        .split(',')
+        .filter(|w| !w.is_empty())
+        .map(|w| w.parse().ok())
+        .collect::<Option<Vec<f32>>>()?;
     Some((ms, losses))
 }
 
@@ -164,7 +170,9 @@ struct ServerVisitor<'a> {
 impl Visitor for ServerVisitor<'_> {
     fn visit(&mut self, id: usize) -> Result<f64, String> {
         let server = self.servers.get_mut(&id).ok_or_else(|| format!("no server p{id}"))?;
-        writeln!(server.input, "visit {}", self.steps_per_visit).and_then(|()| server.input.flush()).map_err(|e| format!("server input: {e}"))?;
+        writeln!(server.input, "visit {}", self.steps_per_visit)
+            .and_then(|()| server.input.flush())
+            .map_err(|e| format!("server input: {e}"))?;
         let line = server.answer("visit ", self.timeout, self.tick)?;
         (self.tick)();
         line["visit ".len()..].trim().parse().map_err(|_| format!("unreadable answer `{line}`"))
@@ -182,7 +190,13 @@ pub struct ProcessPlan {
 }
 
 /// Starts the reference, the control and one server per other value, then races them.
-pub fn race_across_processes(cmd: &ServeCommand, plan: &ProcessPlan, rules: &RaceRules, tick: &dyn Fn(), progress: &mut dyn FnMut(&str)) -> ProcessRace {
+pub fn race_across_processes(
+    cmd: &ServeCommand,
+    plan: &ProcessPlan,
+    rules: &RaceRules,
+    tick: &dyn Fn(),
+    progress: &mut dyn FnMut(&str),
+) -> ProcessRace {
     let mut arms = vec![(plan.reference, false), (plan.reference, true)];
     arms.extend(plan.values.iter().filter(|&&m| m != plan.reference).map(|&m| (m, false)));
     let start = Instant::now();
@@ -190,7 +204,10 @@ pub fn race_across_processes(cmd: &ServeCommand, plan: &ProcessPlan, rules: &Rac
     let mut out: Vec<ProcessArm> = Vec::new();
     let mut reference_losses: Vec<f32> = Vec::new();
     for (id, &(max_tasks, control)) in arms.iter().enumerate() {
-        progress(&format!("process p{id}: max_tasks {max_tasks}{}, warming up", if control { " (control)" } else { "" }));
+        progress(&format!(
+            "process p{id}: max_tasks {max_tasks}{}, warming up",
+            if control { " (control)" } else { "" }
+        ));
         let extra: Vec<String> = match plan.slowdown {
             Some((m, f)) if m == max_tasks && !control && id != BURN => vec!["--slowdown".into(), f.to_string()],
             _ => vec![],
@@ -198,12 +215,15 @@ pub fn race_across_processes(cmd: &ServeCommand, plan: &ProcessPlan, rules: &Rac
         let begun = Instant::now();
         let ready = Server::start(cmd, max_tasks, &extra).and_then(|mut s| {
             let line = s.answer("ready ", cmd.timeout, tick)?;
-            let (ms, losses) = parse_ready(&line).ok_or_else(|| format!("unreadable `{}`", &line[..line.len().min(80)]))?;
+            let (ms, losses) =
+                parse_ready(&line).ok_or_else(|| format!("unreadable `{}`", &line[..line.len().min(80)]))?;
             Ok((s, ms, losses))
         });
         let (server, ms, losses) = match ready {
             Ok(r) => r,
-            Err(why) if id == BURN => return failed(plan, out, format!("the reference process failed to start: {why}"), start),
+            Err(why) if id == BURN => {
+                return failed(plan, out, format!("the reference process failed to start: {why}"), start);
+            }
             Err(why) => {
                 out.push(arm(id, max_tasks, control, begun, f64::NAN, false, format!("broken: {why}")));
                 continue;
@@ -219,12 +239,18 @@ pub fn race_across_processes(cmd: &ServeCommand, plan: &ProcessPlan, rules: &Rac
     let start_s = start.elapsed().as_secs_f64();
     let step_ms = out[0].ready_step_ms;
     let steps_per_visit = super::measure::steps_per_visit(step_ms);
-    let entrants: Vec<Entrant> = out.iter().filter(|a| a.id != BURN && servers.contains_key(&a.id)).map(|a| Entrant { id: a.id, can_win: !a.control && a.losses_match }).collect();
+    let entrants: Vec<Entrant> = out
+        .iter()
+        .filter(|a| a.id != BURN && servers.contains_key(&a.id))
+        .map(|a| Entrant { id: a.id, can_win: !a.control && a.losses_match })
+        .collect();
     progress(&format!("{} processes ready in {start_s:.0} s; racing across processes", servers.len()));
     let mut visitor = ServerVisitor { servers, steps_per_visit, timeout: cmd.timeout, tick };
     let race_start = Instant::now();
     let max = rules.max_rounds;
-    let raced = race(&entrants, &mut visitor, rules, |r, n| progress(&format!("across processes: round {r}/{max} ({n} racing)")));
+    let raced = race(&entrants, &mut visitor, rules, |r, n| {
+        progress(&format!("across processes: round {r}/{max} ({n} racing)"))
+    });
     let race_s = race_start.elapsed().as_secs_f64();
     drop(visitor);
     match raced {
@@ -233,23 +259,60 @@ pub fn race_across_processes(cmd: &ServeCommand, plan: &ProcessPlan, rules: &Rac
     }
 }
 
-fn arm(id: usize, max_tasks: u32, control: bool, begun: Instant, ms: f64, matches: bool, outcome: String) -> ProcessArm {
-    ProcessArm { id, max_tasks, control, start_s: begun.elapsed().as_secs_f64(), ready_step_ms: ms, losses_match: matches, standing: None, outcome }
+fn arm(
+    id: usize,
+    max_tasks: u32,
+    control: bool,
+    begun: Instant,
+    ms: f64,
+    matches: bool,
+    outcome: String,
+) -> ProcessArm {
+    ProcessArm {
+        id,
+        max_tasks,
+        control,
+        start_s: begun.elapsed().as_secs_f64(),
+        ready_step_ms: ms,
+        losses_match: matches,
+        standing: None,
+        outcome,
+    }
 }
 
 fn failed(plan: &ProcessPlan, arms: Vec<ProcessArm>, why: String, start: Instant) -> ProcessRace {
-    ProcessRace { plan: plan.plan_text.clone(), arms, steps_per_visit: 0, race: None, stop: why, kept: None, start_s: start.elapsed().as_secs_f64(), race_s: 0.0 }
+    ProcessRace {
+        plan: plan.plan_text.clone(),
+        arms,
+        steps_per_visit: 0,
+        race: None,
+        stop: why,
+        kept: None,
+        start_s: start.elapsed().as_secs_f64(),
+        race_s: 0.0,
+    }
 }
 
 /// Same steps from the same seed: the same losses, by verification's own rule and tolerance.
 fn losses_match(reference: &[f32], losses: &[f32]) -> bool {
     use super::verify::{REL_TOL, max_rel_diff};
-    reference.len() == losses.len() && losses.iter().all(|x| x.is_finite()) && max_rel_diff(reference, losses) <= REL_TOL
+    reference.len() == losses.len()
+        && losses.iter().all(|x| x.is_finite())
+        && max_rel_diff(reference, losses) <= REL_TOL
 }
 
 /// Each arm's standing and outcome; a winner is kept only when the control did not separate.
-fn decide(plan: &ProcessPlan, mut arms: Vec<ProcessArm>, race: Race, steps_per_visit: u32, start_s: f64, race_s: f64) -> ProcessRace {
-    let control_separated = race.standings.iter().any(|s| arms.iter().any(|a| a.id == s.id && a.control) && matches!(s.verdict, Verdict::Faster | Verdict::Slower));
+fn decide(
+    plan: &ProcessPlan,
+    mut arms: Vec<ProcessArm>,
+    race: Race,
+    steps_per_visit: u32,
+    start_s: f64,
+    race_s: f64,
+) -> ProcessRace {
+    let control_separated = race.standings.iter().any(|s| {
+        arms.iter().any(|a| a.id == s.id && a.control) && matches!(s.verdict, Verdict::Faster | Verdict::Slower)
+    });
     let winner = race.winners().first().map(|w| w.id).filter(|_| !control_separated);
     for a in arms.iter_mut() {
         a.standing = race.standings.iter().find(|s| s.id == a.id).cloned();
@@ -261,7 +324,9 @@ fn decide(plan: &ProcessPlan, mut arms: Vec<ProcessArm>, race: Race, steps_per_v
     }
     let stop = race.stop_text_against(REFERENCE, 'p');
     let stop = match control_separated {
-        true => format!("{stop}; the control process separated from the reference, so process differences exceed the effects here and nothing is kept"),
+        true => format!(
+            "{stop}; the control process separated from the reference, so process differences exceed the effects here and nothing is kept"
+        ),
         false => stop,
     };
     let kept = winner.and_then(|id| arms.iter().find(|a| a.id == id)).map(|a| a.max_tasks);
@@ -318,15 +383,42 @@ mod tests {
     }
 
     fn standing(id: usize, verdict: Verdict, ratio: f64) -> Standing {
-        Standing { id, can_win: true, pairs: 20, ratio, lo: ratio - 0.01, hi: ratio + 0.01, level: 0.01, verdict, decided_at: Some(20) }
+        Standing {
+            id,
+            can_win: true,
+            pairs: 20,
+            ratio,
+            lo: ratio - 0.01,
+            hi: ratio + 0.01,
+            level: 0.01,
+            verdict,
+            decided_at: Some(20),
+        }
     }
 
     fn race_with(standings: Vec<Standing>) -> Race {
-        Race { rules: RaceRules::default(), looks_planned: vec![20], looks_done: vec![20], rounds: vec![], standings, stop: super::super::race::Stop::AllDecided, seconds: 1.0 }
+        Race {
+            rules: RaceRules::default(),
+            looks_planned: vec![20],
+            looks_done: vec![20],
+            rounds: vec![],
+            standings,
+            stop: super::super::race::Stop::AllDecided,
+            seconds: 1.0,
+        }
     }
 
     fn arms() -> Vec<ProcessArm> {
-        let a = |id, max_tasks, control| ProcessArm { id, max_tasks, control, start_s: 1.0, ready_step_ms: 10.0, losses_match: true, standing: None, outcome: String::new() };
+        let a = |id, max_tasks, control| ProcessArm {
+            id,
+            max_tasks,
+            control,
+            start_s: 1.0,
+            ready_step_ms: 10.0,
+            losses_match: true,
+            standing: None,
+            outcome: String::new(),
+        };
         vec![a(0, 32, false), a(1, 32, true), a(2, 16, false)]
     }
 
@@ -336,7 +428,14 @@ mod tests {
 
     #[test]
     fn a_faster_arm_is_kept_when_the_control_does_not_separate() {
-        let r = decide(&plan(), arms(), race_with(vec![standing(1, Verdict::NotSeparated, 1.0), standing(2, Verdict::Faster, 0.95)]), 4, 1.0, 1.0);
+        let r = decide(
+            &plan(),
+            arms(),
+            race_with(vec![standing(1, Verdict::NotSeparated, 1.0), standing(2, Verdict::Faster, 0.95)]),
+            4,
+            1.0,
+            1.0,
+        );
         assert_eq!(r.kept, Some(16));
         assert!(r.arms[2].outcome.starts_with("kept; faster than the reference process"), "{}", r.arms[2].outcome);
         assert!(r.selection_text().starts_with("max_tasks = 16 kept across processes"), "{}", r.selection_text());
@@ -344,7 +443,14 @@ mod tests {
 
     #[test]
     fn nothing_is_kept_when_the_control_separates() {
-        let r = decide(&plan(), arms(), race_with(vec![standing(1, Verdict::Slower, 1.03), standing(2, Verdict::Faster, 0.95)]), 4, 1.0, 1.0);
+        let r = decide(
+            &plan(),
+            arms(),
+            race_with(vec![standing(1, Verdict::Slower, 1.03), standing(2, Verdict::Faster, 0.95)]),
+            4,
+            1.0,
+            1.0,
+        );
         assert_eq!(r.kept, None);
         assert!(r.stop.contains("control process separated"), "{}", r.stop);
         assert!(r.arms[2].outcome.starts_with("not kept: the control separated"), "{}", r.arms[2].outcome);

@@ -39,7 +39,14 @@ pub struct RaceRules {
 
 impl Default for RaceRules {
     fn default() -> Self {
-        Self { alpha: 0.05, min_effect: 0.01, min_rounds: 10, max_rounds: 300, growth: 1.5, budget: Duration::from_secs(120) }
+        Self {
+            alpha: 0.05,
+            min_effect: 0.01,
+            min_rounds: 10,
+            max_rounds: 300,
+            growth: 1.5,
+            budget: Duration::from_secs(120),
+        }
     }
 }
 
@@ -108,7 +115,10 @@ impl Standing {
             Verdict::Broken(why) => return format!("broken: {why}"),
         };
         let when = self.decided_at.map_or(String::new(), |r| format!(", decided at round {r}"));
-        format!("{verdict}: ratio {:.4} [{:.4}, {:.4}] at error rate {:.2e}, {} pairs{when}", self.ratio, self.lo, self.hi, self.level, self.pairs)
+        format!(
+            "{verdict}: ratio {:.4} [{:.4}, {:.4}] at error rate {:.2e}, {} pairs{when}",
+            self.ratio, self.lo, self.hi, self.level, self.pairs
+        )
     }
 }
 
@@ -145,9 +155,19 @@ impl Race {
     /// named `<prefix><id>`.
     pub fn stop_text_against(&self, reference: &str, prefix: char) -> String {
         match &self.stop {
-            Stop::Winner(id) => format!("winner: {prefix}{id} is faster than {reference} with confidence by at least {:.1} %", 100.0 * self.rules.min_effect),
-            Stop::AllDecided => format!("all decided: every candidate is slower, equivalent within ±{:.1} %, or broken", 100.0 * self.rules.min_effect),
-            Stop::Budget => format!("time budget ({:.0} s) spent after {} rounds", self.rules.budget.as_secs_f64(), self.rounds.len()),
+            Stop::Winner(id) => format!(
+                "winner: {prefix}{id} is faster than {reference} with confidence by at least {:.1} %",
+                100.0 * self.rules.min_effect
+            ),
+            Stop::AllDecided => format!(
+                "all decided: every candidate is slower, equivalent within ±{:.1} %, or broken",
+                100.0 * self.rules.min_effect
+            ),
+            Stop::Budget => format!(
+                "time budget ({:.0} s) spent after {} rounds",
+                self.rules.budget.as_secs_f64(),
+                self.rounds.len()
+            ),
             Stop::MaxRounds => format!("{} rounds (the most allowed) with candidates undecided", self.rounds.len()),
         }
     }
@@ -184,7 +204,12 @@ pub struct Entrant {
 }
 
 /// Runs a race of `entrants` against Burn's plan. Fails only when Burn's plan itself fails.
-pub fn race(entrants: &[Entrant], visitor: &mut dyn Visitor, rules: &RaceRules, mut progress: impl FnMut(u32, usize)) -> Result<Race, String> {
+pub fn race(
+    entrants: &[Entrant],
+    visitor: &mut dyn Visitor,
+    rules: &RaceRules,
+    mut progress: impl FnMut(u32, usize),
+) -> Result<Race, String> {
     let start = Instant::now();
     let mut state = RaceState::new(entrants, rules);
     loop {
@@ -243,7 +268,12 @@ impl RaceState {
     /// The visits of the next round: Burn's plan and every candidate still racing, the start
     /// rotating by round (A B C, B C A, ...).
     pub fn next_round(&self) -> Vec<usize> {
-        let racing: Vec<usize> = self.standings.iter().filter(|s| s.decided_at.is_none() && !matches!(s.verdict, Verdict::Broken(_))).map(|s| s.id).collect();
+        let racing: Vec<usize> = self
+            .standings
+            .iter()
+            .filter(|s| s.decided_at.is_none() && !matches!(s.verdict, Verdict::Broken(_)))
+            .map(|s| s.id)
+            .collect();
         rotated(&racing, self.round() + 1)
     }
 
@@ -262,9 +292,12 @@ impl RaceState {
         if scheduled || (out_of_time && self.looks_done.len() < self.looks.len()) {
             self.looks_done.push(round);
             let family = self.entrants - self.rejected;
-            self.rejected += look(&mut self.standings, &self.rounds, round, self.alpha_look, family, self.rules.min_effect);
+            self.rejected +=
+                look(&mut self.standings, &self.rounds, round, self.alpha_look, family, self.rules.min_effect);
             let min_effect = self.rules.min_effect;
-            if let Some(w) = self.standings.iter().filter(|s| s.wins(min_effect)).min_by(|a, b| a.ratio.total_cmp(&b.ratio)) {
+            if let Some(w) =
+                self.standings.iter().filter(|s| s.wins(min_effect)).min_by(|a, b| a.ratio.total_cmp(&b.ratio))
+            {
                 self.stop = Some(Stop::Winner(w.id));
             } else if self.standings.iter().all(|s| s.decided_at.is_some() || matches!(s.verdict, Verdict::Broken(_))) {
                 self.stop = Some(Stop::AllDecided);
@@ -298,7 +331,17 @@ impl RaceState {
 }
 
 fn undecided(id: usize, can_win: bool) -> Standing {
-    Standing { id, can_win, pairs: 0, ratio: f64::NAN, lo: 0.0, hi: f64::INFINITY, level: 1.0, verdict: Verdict::NotSeparated, decided_at: None }
+    Standing {
+        id,
+        can_win,
+        pairs: 0,
+        ratio: f64::NAN,
+        lo: 0.0,
+        hi: f64::INFINITY,
+        level: 1.0,
+        verdict: Verdict::NotSeparated,
+        decided_at: None,
+    }
 }
 
 /// Burn's plan and the racing candidates, the start rotating by round (A B C, B C A, ...).
@@ -329,8 +372,17 @@ pub fn log_ratios_against(rounds: &[Vec<(usize, f64)>], id: usize, reference: us
 
 /// One look: Holm over the undecided candidates, then equivalence for the rest. Returns how
 /// many hypotheses it rejected (faster or slower).
-fn look(state: &mut [Standing], rounds: &[Vec<(usize, f64)>], round: u32, alpha: f64, family: usize, min_effect: f64) -> usize {
-    let open: Vec<usize> = (0..state.len()).filter(|&i| state[i].decided_at.is_none() && !matches!(state[i].verdict, Verdict::Broken(_))).collect();
+fn look(
+    state: &mut [Standing],
+    rounds: &[Vec<(usize, f64)>],
+    round: u32,
+    alpha: f64,
+    family: usize,
+    min_effect: f64,
+) -> usize {
+    let open: Vec<usize> = (0..state.len())
+        .filter(|&i| state[i].decided_at.is_none() && !matches!(state[i].verdict, Verdict::Broken(_)))
+        .collect();
     let d: Vec<Vec<f64>> = open.iter().map(|&i| log_ratios(rounds, state[i].id)).collect();
     let p: Vec<f64> = d.iter().map(|d| sign_test_p(d)).collect();
     let tested = holm(&p, alpha, family);
@@ -374,7 +426,12 @@ mod tests {
 
     impl Fake {
         pub fn new(seed: u64, ratios: &[(usize, f64)], jitter: f64) -> Self {
-            Self { ratio: ratios.iter().copied().collect(), jitter, state: seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407), broken: None }
+            Self {
+                ratio: ratios.iter().copied().collect(),
+                jitter,
+                state: seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407),
+                broken: None,
+            }
         }
 
         fn normal(&mut self) -> f64 {
@@ -409,7 +466,8 @@ mod tests {
     #[test]
     fn any_two_entrants_pair_by_round_and_rounds_missing_either_are_skipped() {
         // Round 2 did not visit entrant 3 (dropped), round 3 did not visit entrant 5.
-        let rounds = vec![vec![(BURN, 10.0), (3, 9.0), (5, 12.0)], vec![(BURN, 10.0), (5, 11.0)], vec![(BURN, 20.0), (3, 16.0)]];
+        let rounds =
+            vec![vec![(BURN, 10.0), (3, 9.0), (5, 12.0)], vec![(BURN, 10.0), (5, 11.0)], vec![(BURN, 20.0), (3, 16.0)]];
         let d = log_ratios_against(&rounds, 3, 5);
         assert_eq!(d.len(), 1);
         assert!((d[0] - (9.0f64 / 12.0).ln()).abs() < 1e-12);

@@ -41,7 +41,8 @@ pub fn supervise(args: &Supervision) -> anyhow::Result<()> {
     let mut broken: Vec<(usize, String)> = Vec::new();
     let outcome = loop {
         std::fs::write(&journal, "").with_context(|| format!("cannot write {}", journal.display()))?;
-        let mut child = worker_command(&journal, &broken, fusion_off)?.spawn().context("cannot start the tune worker")?;
+        let mut child =
+            worker_command(&journal, &broken, fusion_off)?.spawn().context("cannot start the tune worker")?;
         let reason = match watch(&mut child, &journal, Duration::from_secs(args.hang_timeout))? {
             Ending::Finished(status) if status.success() => break Ok(()),
             Ending::Finished(status) if status.code().is_some_and(|c| c != PANIC_EXIT) => {
@@ -62,7 +63,11 @@ pub fn supervise(args: &Supervision) -> anyhow::Result<()> {
     outcome
 }
 
-fn worker_command(journal: &Path, broken: &[(usize, String)], fusion_off: Option<&FusionOffChild>) -> anyhow::Result<Command> {
+fn worker_command(
+    journal: &Path,
+    broken: &[(usize, String)],
+    fusion_off: Option<&FusionOffChild>,
+) -> anyhow::Result<Command> {
     let mut cmd = Command::new(std::env::current_exe().context("cannot find own executable")?);
     cmd.args(std::env::args_os().skip(1));
     cmd.env(JOURNAL_ENV, journal).env(BROKEN_ENV, journal::encode_broken(broken)).env(crate::orphan::ENV, "1");
@@ -79,7 +84,10 @@ fn watch(child: &mut Child, journal: &Path, limit: Duration) -> anyhow::Result<E
         if let Some(status) = child.try_wait()? {
             return Ok(Ending::Finished(status));
         }
-        let idle = std::fs::metadata(journal).and_then(|m| m.modified()).ok().and_then(|t| SystemTime::now().duration_since(t).ok());
+        let idle = std::fs::metadata(journal)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| SystemTime::now().duration_since(t).ok());
         let on_candidate = journal::last_installed(journal).is_some_and(|id| id != 0);
         if on_candidate && idle.is_some_and(|d| d > limit) {
             let _ = child.kill();
@@ -92,12 +100,16 @@ fn watch(child: &mut Child, journal: &Path, limit: Duration) -> anyhow::Result<E
 
 /// The candidate to leave out, or why the tune cannot go on.
 fn blame(journal: &Path, broken: &[(usize, String)], greedy: bool, reason: &str) -> anyhow::Result<usize> {
-    let Some(id) = journal::last_installed(journal) else { bail!("the tune worker {reason} before any candidate was installed") };
+    let Some(id) = journal::last_installed(journal) else {
+        bail!("the tune worker {reason} before any candidate was installed")
+    };
     if id == 0 {
         bail!("Burn's own plan {reason}; there is nothing to compare against");
     }
     if greedy {
-        bail!("greedy challenger c{id} {reason}; greedy ids name a race, not a plan, so it cannot be left out: rerun without --greedy");
+        bail!(
+            "greedy challenger c{id} {reason}; greedy ids name a race, not a plan, so it cannot be left out: rerun without --greedy"
+        );
     }
     if broken.iter().any(|(b, _)| *b == id) {
         bail!("candidate c{id} {reason} again after being left out (this is a bug)");

@@ -3,7 +3,12 @@
 //! settings-only candidate and the best candidate with cuts, each as its paired ratio to Burn's
 //! plan with the race's interval, then what was kept, why the race stopped, the cold cost and
 //! window, and break-even. Reads every protocol's files; cells a file has no data for say so.
-use super::{TuneResult, Timed, verify::VerifyOutcome, paired::{median, median_interval}, race::{log_ratios_against, BURN}};
+use super::{
+    Timed, TuneResult,
+    paired::{median, median_interval},
+    race::{BURN, log_ratios_against},
+    verify::VerifyOutcome,
+};
 use std::path::Path;
 
 /// What a candidate changes, from its label (`c3: b5 b7`, `c12: blocks=2`, `c16: fusion-off`).
@@ -46,7 +51,12 @@ fn shorten(cuts: &str) -> String {
     let settings: Vec<&str> = cuts.split_whitespace().filter(|t| t.contains('=')).collect();
     match n {
         0 => settings.join(" "),
-        _ => [settings.join(" "), format!("{n} cuts")].iter().filter(|s| !s.is_empty()).cloned().collect::<Vec<_>>().join(" + "),
+        _ => [settings.join(" "), format!("{n} cuts")]
+            .iter()
+            .filter(|s| !s.is_empty())
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(" + "),
     }
 }
 
@@ -86,9 +96,21 @@ fn processes_cell(r: &TuneResult) -> String {
     let reference = p.arms.first().map_or(String::new(), |a| format!(" vs tasks={}", a.max_tasks));
     // The control runs the reference's own value in another process: its ratio is how far two
     // processes differ for no reason, the scale against which the best value must be read.
-    let control = p.arms.iter().find(|a| a.control).and_then(|a| a.standing.as_ref()).map_or(String::new(), |s| format!("; control {:.4} [{:.4}, {:.4}]", s.ratio, s.lo, s.hi));
+    let control = p
+        .arms
+        .iter()
+        .find(|a| a.control)
+        .and_then(|a| a.standing.as_ref())
+        .map_or(String::new(), |s| format!("; control {:.4} [{:.4}, {:.4}]", s.ratio, s.lo, s.hi));
     match best {
-        Some((a, s)) => format!("tasks={}{reference}: {:.4} [{:.4}, {:.4}]{}{control}", a.max_tasks, s.ratio, s.lo, s.hi, if p.kept == Some(a.max_tasks) { ", kept" } else { "" }),
+        Some((a, s)) => format!(
+            "tasks={}{reference}: {:.4} [{:.4}, {:.4}]{}{control}",
+            a.max_tasks,
+            s.ratio,
+            s.lo,
+            s.hi,
+            if p.kept == Some(a.max_tasks) { ", kept" } else { "" }
+        ),
         None => format!("none raced ({})", p.stop),
     }
 }
@@ -100,7 +122,11 @@ fn captured_cell(r: &TuneResult) -> String {
         return "not raced".into();
     }
     let Some(t) = best(r, Kind::Captured) else { return "none recorded".into() };
-    let memory = r.captured_visit.as_ref().and_then(|v| v.recordings.iter().find(|(id, _)| *id == t.id)).and_then(|(_, m)| m.reserved_live);
+    let memory = r
+        .captured_visit
+        .as_ref()
+        .and_then(|v| v.recordings.iter().find(|(id, _)| *id == t.id))
+        .and_then(|(_, m)| m.reserved_live);
     let pinned = memory.map_or(String::new(), |b| format!("; {:.0} MiB reserved", b as f64 / (1u64 << 20) as f64));
     format!("{}{pinned}", ratio_cell(t, true))
 }
@@ -127,9 +153,19 @@ impl AgainstStock {
 }
 
 fn against_stock(r: &TuneResult) -> AgainstStock {
-    let kept = r.timed.iter().find(|t| t.id == r.selected && kind_of(&t.cuts) != Kind::Burn).and_then(|t| Some((t.id, t.standing.as_ref()?)));
-    let Some(off) = best(r, Kind::FusionOff).and_then(|t| Some((t.id, t.standing.as_ref()?))).filter(|(_, s)| s.ratio < 1.0) else {
-        return AgainstStock { ratio: kept.map_or(1.0, |(_, s)| s.ratio), at_most: kept.map(|(_, s)| s.hi), fusion_off_best: false };
+    let kept = r
+        .timed
+        .iter()
+        .find(|t| t.id == r.selected && kind_of(&t.cuts) != Kind::Burn)
+        .and_then(|t| Some((t.id, t.standing.as_ref()?)));
+    let Some(off) =
+        best(r, Kind::FusionOff).and_then(|t| Some((t.id, t.standing.as_ref()?))).filter(|(_, s)| s.ratio < 1.0)
+    else {
+        return AgainstStock {
+            ratio: kept.map_or(1.0, |(_, s)| s.ratio),
+            at_most: kept.map(|(_, s)| s.hi),
+            fusion_off_best: false,
+        };
     };
     // Fusion off is the faster stock setting: the kept plan (or Burn's, when it was kept)
     // paired with fusion off round by round, at the kept plan's error rate.
@@ -137,7 +173,11 @@ fn against_stock(r: &TuneResult) -> AgainstStock {
     let d = r.race.as_ref().map(|race| log_ratios_against(&race.rounds, id, off.0)).unwrap_or_default();
     if d.is_empty() {
         // No raw visits (an older results file): the quotient of the two point estimates.
-        return AgainstStock { ratio: kept.map_or(1.0, |(_, s)| s.ratio) / off.1.ratio, at_most: None, fusion_off_best: true };
+        return AgainstStock {
+            ratio: kept.map_or(1.0, |(_, s)| s.ratio) / off.1.ratio,
+            at_most: None,
+            fusion_off_best: true,
+        };
     }
     let (_, hi) = median_interval(&d, level);
     AgainstStock { ratio: median(&d).exp(), at_most: Some(hi.exp()), fusion_off_best: true }
@@ -159,7 +199,12 @@ pub fn workload_of(model: &str) -> &str {
 /// estimate) and whether some row of it is at least 5 % faster, by the point estimate and by
 /// the upper end of the interval.
 fn goal(results: &[(TuneResult, AgainstStock)]) -> String {
-    struct Best<'a> { workload: &'a str, row: &'a TuneResult, against: &'a AgainstStock, sure: bool }
+    struct Best<'a> {
+        workload: &'a str,
+        row: &'a TuneResult,
+        against: &'a AgainstStock,
+        sure: bool,
+    }
     let mut best: Vec<Best> = Vec::new();
     for (r, against) in results {
         let sure = against.at_most.is_some_and(|hi| hi <= 0.95);
@@ -175,10 +220,21 @@ fn goal(results: &[(TuneResult, AgainstStock)]) -> String {
         }
     }
     let yes = |b: bool| if b { "yes" } else { "no" };
-    let mut out = String::from("| workload | best row | kept / best stock | >= 5 % faster (point) | >= 5 % faster (interval, any row) |\n|---|---|---|---|---|\n");
+    let mut out = String::from(
+        "| workload | best row | kept / best stock | >= 5 % faster (point) | >= 5 % faster (interval, any row) |\n|---|---|---|---|---|\n",
+    );
     for b in &best {
         let r = b.row;
-        out.push_str(&format!("| {} | {} {} ({}) | {} | {} | {} |\n", b.workload, r.model, r.regime, r.shapes, b.against.cell(), yes(b.against.ratio <= 0.95), yes(b.sure)));
+        out.push_str(&format!(
+            "| {} | {} {} ({}) | {} | {} | {} |\n",
+            b.workload,
+            r.model,
+            r.regime,
+            r.shapes,
+            b.against.cell(),
+            yes(b.against.ratio <= 0.95),
+            yes(b.sure)
+        ));
     }
     let point = best.iter().filter(|b| b.against.ratio <= 0.95).count();
     let sure = best.iter().filter(|b| b.sure).count();
@@ -193,7 +249,8 @@ fn break_even(b: Option<(f64, f64)>) -> String {
 /// One markdown row; `against` is [`against_stock`] of `r`.
 fn row(r: &TuneResult, against: &AgainstStock) -> String {
     let burn = r.timed.iter().find(|t| kind_of(&t.cuts) == Kind::Burn);
-    let burn_ms = burn.map_or("–".into(), |t| format!("{:.2} ({:.2})", t.summary.median, t.summary.p75 - t.summary.p25));
+    let burn_ms =
+        burn.map_or("–".into(), |t| format!("{:.2} ({:.2})", t.summary.median, t.summary.p75 - t.summary.p25));
     let cell = |kind: Kind| best(r, kind).map_or("–".to_string(), |t| ratio_cell(t, kind != Kind::FusionOff));
     let stop = r.race_stop.split(':').next().unwrap_or("").trim().to_string();
     format!(
@@ -229,8 +286,19 @@ pub fn table(paths: &[impl AsRef<Path>]) -> anyhow::Result<String> {
     for path in paths {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let r: TuneResult = ron::from_str(&text).with_context(|| format!("{} is not a tune results file", path.display()))?;
-        out.push_str(&format!("{}: {} {} on {} ({}), commit {}, {}, {}\n", path.display(), r.model, r.regime, r.device.adapter, r.device.compiler, r.commit, r.date, r.protocol));
+        let r: TuneResult =
+            ron::from_str(&text).with_context(|| format!("{} is not a tune results file", path.display()))?;
+        out.push_str(&format!(
+            "{}: {} {} on {} ({}), commit {}, {}, {}\n",
+            path.display(),
+            r.model,
+            r.regime,
+            r.device.adapter,
+            r.device.compiler,
+            r.commit,
+            r.date,
+            r.protocol
+        ));
         let against = against_stock(&r);
         rows.push(row(&r, &against));
         results.push((r, against));
@@ -267,7 +335,10 @@ mod tests {
     #[test]
     fn an_h200_results_file_gives_its_row() {
         // An attention-d257 forward tune on the H200 (protocol blaze-measure/3).
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../results/h200/2026-12-01-s5/call2-tunes/plans/attention-d257.forward.results.ron");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../results/h200/2026-12-01-s5/call2-tunes/plans/attention-d257.forward.results.ron"
+        );
         let text = table(&[path]).unwrap();
         let row = text.lines().find(|l| l.starts_with("| attention-d257 | forward |")).expect(&text);
         assert!(row.contains("| 0.9812 [0.9402, 0.9999] |"), "fusion off: {row}");
@@ -285,10 +356,16 @@ mod tests {
         // A gpt-small training tune on the H200 with --max-tasks 16,64: the control
         // process (max_tasks 32 again) separated from the reference, so tasks=16's 0.9565 is
         // inside the spread between two processes and nothing was kept.
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../results/h200/2026-12-02-s11/campaign/plans/gpt-small.training.results.ron");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../results/h200/2026-12-02-s11/campaign/plans/gpt-small.training.results.ron"
+        );
         let text = table(&[path]).unwrap();
         let row = text.lines().find(|l| l.starts_with("| gpt-small | training |")).expect(&text);
-        assert!(row.contains("| tasks=16 vs tasks=32: 0.9565 [0.9183, 1.0519]; control 0.8971 [0.8329, 0.9900] |"), "{row}");
+        assert!(
+            row.contains("| tasks=16 vs tasks=32: 0.9565 [0.9183, 1.0519]; control 0.8971 [0.8329, 0.9900] |"),
+            "{row}"
+        );
         assert!(row.contains("| Burn's plan | 1.0000 (vs Burn's plan) |"), "{row}");
     }
 
@@ -311,7 +388,8 @@ mod tests {
         // forward at batch 64 kept width 2 at 0.9269, but fusion off was 0.9725 there, so
         // against the best stock setting it is 0.9659, paired by round with fusion off.
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../results/h200/2026-12-02-s13/campaign/plans/");
-        let files = ["cnn-mnist.training.b2048", "cnn-mnist.forward.b2048", "attention-d258.forward.b64"].map(|f| format!("{dir}{f}.results.ron"));
+        let files = ["cnn-mnist.training.b2048", "cnn-mnist.forward.b2048", "attention-d258.forward.b64"]
+            .map(|f| format!("{dir}{f}.results.ron"));
         let text = table(&files).unwrap();
         assert!(text.contains("| cnn-mnist | cnn-mnist-b2048 training (batch=2048 image=1x28x28) | 0.9026 (vs Burn's plan; at most 0.9207) | yes | yes |"), "{text}");
         assert!(text.contains("| attention-d258 | attention-d258-b64s256 forward (batch=64 seq=256 d=258) | 0.9659 (vs fusion off; at most 0.9879) | no | no |"), "{text}");

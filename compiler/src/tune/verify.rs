@@ -59,7 +59,13 @@ fn probe(factory: &dyn ModelFactory, regime: Regime, candidate: &Candidate, faul
 
 /// Builds a fresh instance under `candidate` and runs `steps` steps (at least 1); Burn's own
 /// plan is in force again afterwards.
-pub fn probe_steps(factory: &dyn ModelFactory, regime: Regime, candidate: &Candidate, fault: bool, steps: u32) -> Result<Probe, String> {
+pub fn probe_steps(
+    factory: &dyn ModelFactory,
+    regime: Regime,
+    candidate: &Candidate,
+    fault: bool,
+    steps: u32,
+) -> Result<Probe, String> {
     install(candidate);
     blaze_runtime::fault::inject(fault);
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -72,7 +78,16 @@ pub fn probe_steps(factory: &dyn ModelFactory, regime: Regime, candidate: &Candi
         let (step, out) = record_step(model.as_mut(), true);
         losses.push(out.loss);
         let p = &step.partition;
-        Ok(Probe { losses, logits: out.logits, classes: out.classes, fingerprint: p.fingerprint(), blocks: p.blocks.len(), fused_blocks: p.fused_blocks().count(), partition: p.clone(), params: Vec::new() })
+        Ok(Probe {
+            losses,
+            logits: out.logits,
+            classes: out.classes,
+            fingerprint: p.fingerprint(),
+            blocks: p.blocks.len(),
+            fused_blocks: p.fused_blocks().count(),
+            partition: p.clone(),
+            params: Vec::new(),
+        })
     }));
     blaze_runtime::fault::inject(false);
     activate_burn_default();
@@ -88,10 +103,12 @@ pub fn verify(factory: &dyn ModelFactory, regime: Regime, winner: &Candidate, in
     if winner.is_captured() {
         return verify_captured(factory, regime, winner, captured_gate_steps(regime));
     }
-    let (ours, burn) = match (probe(factory, regime, winner, inject_fault), probe(factory, regime, &Candidate::new(0, vec![]), false)) {
-        (Ok(a), Ok(b)) => (a, b),
-        (Err(e), _) | (_, Err(e)) => return VerifyOutcome::Refused(format!("broken: {e}")),
-    };
+    let (ours, burn) =
+        match (probe(factory, regime, winner, inject_fault), probe(factory, regime, &Candidate::new(0, vec![]), false))
+        {
+            (Ok(a), Ok(b)) => (a, b),
+            (Err(e), _) | (_, Err(e)) => return VerifyOutcome::Refused(format!("broken: {e}")),
+        };
     let outcome = compare(&ours, &burn);
     if !matches!(&outcome, VerifyOutcome::Refused(why) if why.starts_with("different")) {
         return outcome;
@@ -157,7 +174,12 @@ pub fn reads_outputs(regime: Regime, step: u32, steps: u32) -> bool {
 
 /// Every step's loss (outputs as [`reads_outputs`] says) of a fresh instance under `candidate` (wrapped in
 /// [`blaze_runtime::Captured`] when the candidate is captured, then with its execution state).
-pub fn gate_probe(factory: &dyn ModelFactory, regime: Regime, candidate: &Candidate, steps: u32) -> Result<(Probe, Option<String>), String> {
+pub fn gate_probe(
+    factory: &dyn ModelFactory,
+    regime: Regime,
+    candidate: &Candidate,
+    steps: u32,
+) -> Result<(Probe, Option<String>), String> {
     install(candidate);
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let built = factory.build(regime)?;
@@ -193,7 +215,16 @@ pub fn gate_probe(factory: &dyn ModelFactory, regime: Regime, candidate: &Candid
             Regime::Forward => Vec::new(),
         };
         let partition = captured.as_ref().and_then(|c| c.recorded_partition()).unwrap_or_default();
-        let probe = Probe { losses, logits, classes, fingerprint: partition.fingerprint(), blocks: partition.blocks.len(), fused_blocks: partition.fused_blocks().count(), partition, params };
+        let probe = Probe {
+            losses,
+            logits,
+            classes,
+            fingerprint: partition.fingerprint(),
+            blocks: partition.blocks.len(),
+            fused_blocks: partition.fused_blocks().count(),
+            partition,
+            params,
+        };
         Ok((probe, captured.as_ref().map(|c| c.execution())))
     }));
     activate_burn_default();
@@ -223,7 +254,10 @@ fn numbers(ours: &Probe, burn: &Probe) -> VerifyOutcome {
     let all = |p: &Probe| p.losses.iter().chain(&p.logits).chain(&p.params).copied().collect::<Vec<f32>>();
     // Checked first: a probe stops at its first loss that is not finite.
     if let Some(i) = ours.losses.iter().zip(&burn.losses).position(|(x, y)| !x.is_finite() && y.is_finite()) {
-        return VerifyOutcome::Refused(format!("different: not finite where the reference is (the loss of step {})", i + 1));
+        return VerifyOutcome::Refused(format!(
+            "different: not finite where the reference is (the loss of step {})",
+            i + 1
+        ));
     }
     let (a, b) = (all(ours), all(burn));
     if a.len() != b.len() {
@@ -238,8 +272,14 @@ fn numbers(ours: &Probe, burn: &Probe) -> VerifyOutcome {
     if a == b {
         return VerifyOutcome::Verified { identical: true, max_rel_diff: 0.0 };
     }
-    let rel = max_rel_diff(&ours.losses, &burn.losses).max(max_rel_diff(&ours.logits, &burn.logits)).max(max_rel_diff(&ours.params, &burn.params));
-    let flips = argmax_rows(&ours.logits, ours.classes).iter().zip(argmax_rows(&burn.logits, burn.classes)).filter(|(x, y)| **x != *y).count();
+    let rel = max_rel_diff(&ours.losses, &burn.losses)
+        .max(max_rel_diff(&ours.logits, &burn.logits))
+        .max(max_rel_diff(&ours.params, &burn.params));
+    let flips = argmax_rows(&ours.logits, ours.classes)
+        .iter()
+        .zip(argmax_rows(&burn.logits, burn.classes))
+        .filter(|(x, y)| **x != *y)
+        .count();
     if rel > REL_TOL {
         VerifyOutcome::Refused(format!("different: relative difference {rel:.2e} exceeds {REL_TOL:.0e}"))
     } else if flips > 0 {
@@ -251,7 +291,10 @@ fn numbers(ours: &Probe, burn: &Probe) -> VerifyOutcome {
 
 /// Row-wise argmax of row-major logits with `classes` columns.
 pub fn argmax_rows(logits: &[f32], classes: usize) -> Vec<usize> {
-    logits.chunks(classes.max(1)).map(|r| r.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map_or(0, |(i, _)| i)).collect()
+    logits
+        .chunks(classes.max(1))
+        .map(|r| r.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map_or(0, |(i, _)| i))
+        .collect()
 }
 
 #[cfg(test)]
@@ -267,7 +310,16 @@ mod tests {
     use super::*;
 
     fn p(losses: &[f32], logits: &[f32], fp: &str) -> Probe {
-        Probe { losses: losses.to_vec(), logits: logits.to_vec(), classes: 2, fingerprint: fp.into(), blocks: 1, fused_blocks: 0, partition: Default::default(), params: Vec::new() }
+        Probe {
+            losses: losses.to_vec(),
+            logits: logits.to_vec(),
+            classes: 2,
+            fingerprint: fp.into(),
+            blocks: 1,
+            fused_blocks: 0,
+            partition: Default::default(),
+            params: Vec::new(),
+        }
     }
 
     #[test]
@@ -282,16 +334,32 @@ mod tests {
     fn four_outcomes() {
         let burn = p(&[1.0], &[0.1, 0.9, 0.8, 0.2], "a");
         assert!(matches!(compare(&p(&[1.0], &[0.1, 0.9, 0.8, 0.2], "a"), &burn), VerifyOutcome::NotSettled(_)));
-        assert_eq!(compare(&p(&[1.0], &[0.1, 0.9, 0.8, 0.2], "b"), &burn), VerifyOutcome::Verified { identical: true, max_rel_diff: 0.0 });
-        assert!(matches!(compare(&p(&[1.0], &[0.1, 0.9, 0.8, 0.2000001], "b"), &burn), VerifyOutcome::Verified { identical: false, .. }));
-        assert!(matches!(compare(&p(&[1.01], &[0.1, 0.9, 0.8, 0.2], "b"), &burn), VerifyOutcome::Refused(r) if r.starts_with("different")));
-        assert!(matches!(compare(&p(&[f32::NAN], &[0.1, 0.9, 0.8, 0.2], "b"), &burn), VerifyOutcome::Refused(r) if r == "different: not finite where the reference is (the loss of step 1)"));
+        assert_eq!(
+            compare(&p(&[1.0], &[0.1, 0.9, 0.8, 0.2], "b"), &burn),
+            VerifyOutcome::Verified { identical: true, max_rel_diff: 0.0 }
+        );
+        assert!(matches!(
+            compare(&p(&[1.0], &[0.1, 0.9, 0.8, 0.2000001], "b"), &burn),
+            VerifyOutcome::Verified { identical: false, .. }
+        ));
+        assert!(
+            matches!(compare(&p(&[1.01], &[0.1, 0.9, 0.8, 0.2], "b"), &burn), VerifyOutcome::Refused(r) if r.starts_with("different"))
+        );
+        assert!(
+            matches!(compare(&p(&[f32::NAN], &[0.1, 0.9, 0.8, 0.2], "b"), &burn), VerifyOutcome::Refused(r) if r == "different: not finite where the reference is (the loss of step 1)")
+        );
         let nan_burn = p(&[f32::NAN], &[0.1, 0.9, 0.8, 0.2], "a");
-        assert!(matches!(compare(&p(&[f32::NAN], &[0.1, 0.9, 0.8, 0.2], "b"), &nan_burn), VerifyOutcome::Refused(r) if r.starts_with("broken: outputs not finite")));
-        assert!(matches!(compare(&p(&[1.0], &[0.1, 0.9], "b"), &burn), VerifyOutcome::Refused(r) if r == "broken: outputs missing"));
+        assert!(
+            matches!(compare(&p(&[f32::NAN], &[0.1, 0.9, 0.8, 0.2], "b"), &nan_burn), VerifyOutcome::Refused(r) if r.starts_with("broken: outputs not finite"))
+        );
+        assert!(
+            matches!(compare(&p(&[1.0], &[0.1, 0.9], "b"), &burn), VerifyOutcome::Refused(r) if r == "broken: outputs missing")
+        );
         // A probe that stopped at its first loss that is not finite.
         let long = p(&[1.0, 0.9, 0.8], &[0.1, 0.9, 0.8, 0.2, 0.1, 0.9], "a");
-        assert!(matches!(compare(&p(&[1.0, f32::NAN], &[0.1, 0.9, 0.8, 0.2], "b"), &long), VerifyOutcome::Refused(r) if r.ends_with("(the loss of step 2)")));
+        assert!(
+            matches!(compare(&p(&[1.0, f32::NAN], &[0.1, 0.9, 0.8, 0.2], "b"), &long), VerifyOutcome::Refused(r) if r.ends_with("(the loss of step 2)"))
+        );
     }
 
     #[test]
@@ -302,12 +370,17 @@ mod tests {
         ours.params = vec![0.5, -2.0];
         assert_eq!(compare(&ours, &burn), VerifyOutcome::Verified { identical: true, max_rel_diff: 0.0 });
         ours.params[1] = -2.1;
-        assert!(matches!(compare(&ours, &burn), VerifyOutcome::Refused(r) if r.starts_with("different")), "a parameter off by 5 %");
+        assert!(
+            matches!(compare(&ours, &burn), VerifyOutcome::Refused(r) if r.starts_with("different")),
+            "a parameter off by 5 %"
+        );
     }
 
     #[test]
     fn a_flipped_prediction_is_refused_even_within_tolerance() {
         let burn = p(&[1.0], &[0.5, 0.5000001], "a");
-        assert!(matches!(compare(&p(&[1.0], &[0.5000001, 0.5], "b"), &burn), VerifyOutcome::Refused(r) if r.contains("argmax")));
+        assert!(
+            matches!(compare(&p(&[1.0], &[0.5000001, 0.5], "b"), &burn), VerifyOutcome::Refused(r) if r.contains("argmax"))
+        );
     }
 }

@@ -88,12 +88,25 @@ pub use blaze_compiler::tune::verify::{argmax_rows, max_rel_diff};
 
 /// `blazec probe` of the small attention shape (training) under `arm` (burn, fusion-off or a
 /// plan file), with an autotune cache shared by every probe of `dir`, run in `dir`.
-pub fn probe(dir: &Path, tag: &str, arm: &str, extra: &[&str], env: &[(&str, &str)]) -> blaze_compiler::tune::verify::Probe {
+pub fn probe(
+    dir: &Path,
+    tag: &str,
+    arm: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> blaze_compiler::tune::verify::Probe {
     probe_in(dir, dir, tag, arm, extra, env)
 }
 
 /// [`probe`] run with working directory `cwd` (where Burn looks for burn.toml).
-pub fn probe_in(dir: &Path, cwd: &Path, tag: &str, arm: &str, extra: &[&str], env: &[(&str, &str)]) -> blaze_compiler::tune::verify::Probe {
+pub fn probe_in(
+    dir: &Path,
+    cwd: &Path,
+    tag: &str,
+    arm: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> blaze_compiler::tune::verify::Probe {
     let out = dir.join(format!("{tag}.ron"));
     let mut args = vec!["probe"];
     args.extend(SMALL);
@@ -113,7 +126,8 @@ pub fn probe_in(dir: &Path, cwd: &Path, tag: &str, arm: &str, extra: &[&str], en
 /// test's own `extra` flags (Burn's plan, fusion off in-process, no beam widths unless `extra`
 /// names them).
 pub fn chain_tune_args<'a>(plan: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec!["tune", "chain-32", "--batch", "4", "--regime", "forward", "--device", "lavapipe", "--no-fusion-off"];
+    let mut args =
+        vec!["tune", "chain-32", "--batch", "4", "--regime", "forward", "--device", "lavapipe", "--no-fusion-off"];
     args.extend(extra);
     args.extend(["-o", plan.to_str().unwrap()]);
     args

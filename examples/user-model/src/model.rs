@@ -75,7 +75,20 @@ impl ModelFactory for TinyMlpLm {
         };
         let loss = CrossEntropyLossConfig::new().init(&device);
         let (tokens, targets) = Default::default();
-        Ok(Box::new(Run { desc, device, net: Some(net), optim: AdamConfig::new().init(), loss, step: 0, batch: self.batch, seq: self.seq, tokens, targets, adam: None, written: Ok(()) }))
+        Ok(Box::new(Run {
+            desc,
+            device,
+            net: Some(net),
+            optim: AdamConfig::new().init(),
+            loss,
+            step: 0,
+            batch: self.batch,
+            seq: self.seq,
+            tokens,
+            targets,
+            adam: None,
+            written: Ok(()),
+        }))
     }
 }
 
@@ -209,7 +222,11 @@ impl RecordableStep for Run {
         }
         let Self { device, net, loss, tokens, targets, .. } = self;
         let net = net.as_ref().expect("net between steps");
-        blaze_burn::record(device, || logits_loss(net, loss, tokens.get(), targets.get()), |(logits, loss), capture| read(loss, logits, capture))
+        blaze_burn::record(
+            device,
+            || logits_loss(net, loss, tokens.get(), targets.get()),
+            |(logits, loss), capture| read(loss, logits, capture),
+        )
     }
 }
 

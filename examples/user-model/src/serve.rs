@@ -27,8 +27,14 @@ pub fn options(args: &[String]) -> Result<Options, String> {
         match flag.as_str() {
             "--bundle" => opts.bundle = value.into(),
             "--steps" => opts.steps = value.parse().map_err(|_| format!("--steps: not a number: {value}"))?,
-            "--eval-steps" => opts.eval_steps = value.parse().map_err(|_| format!("--eval-steps: not a number: {value}"))?,
-            _ => return Err(format!("unknown option {flag} (usage: user-model train --bundle F [--steps N] [--eval-steps M] [--no-step-boundary])")),
+            "--eval-steps" => {
+                opts.eval_steps = value.parse().map_err(|_| format!("--eval-steps: not a number: {value}"))?
+            }
+            _ => {
+                return Err(format!(
+                    "unknown option {flag} (usage: user-model train --bundle F [--steps N] [--eval-steps M] [--no-step-boundary])"
+                ));
+            }
         }
     }
     if opts.bundle.as_os_str().is_empty() {
@@ -51,7 +57,11 @@ pub fn train_then_evaluate(opts: &Options) -> Result<(), String> {
     for event in blaze.events() {
         println!("blaze: {event}");
     }
-    println!("blaze costs: load {:.3} ms, watch {:.3} ms", blaze.load_time.as_secs_f64() * 1e3, blaze.watch_time().as_secs_f64() * 1e3);
+    println!(
+        "blaze costs: load {:.3} ms, watch {:.3} ms",
+        blaze.load_time.as_secs_f64() * 1e3,
+        blaze.watch_time().as_secs_f64() * 1e3
+    );
     Ok(())
 }
 
@@ -91,11 +101,17 @@ fn infer(blaze: &blaze_runtime::BundleHandle, calls: usize) {
         let logits = eval.run(x);
         checksum += logits.into_data().iter::<f32>().map(f64::from).sum::<f64>();
     }
-    let memory = eval.memory().map_or(String::new(), |m| format!("; pools reserve {:.1} MiB with the recording live", m.reserved_live.unwrap_or(0) as f64 / (1u64 << 20) as f64));
+    let memory = eval.memory().map_or(String::new(), |m| {
+        format!(
+            "; pools reserve {:.1} MiB with the recording live",
+            m.reserved_live.unwrap_or(0) as f64 / (1u64 << 20) as f64
+        )
+    });
     println!("inference: {} calls, {}{memory}; logits sum {checksum:.6}", calls, eval.execution());
 }
 
 fn report(phase: &str, blaze: &blaze_runtime::BundleHandle, partition: &str) {
-    let installed = blaze.installed().map_or("none".to_string(), |p| blaze_ir::bundle::EntryKey::of(&p.contract).to_string());
+    let installed =
+        blaze.installed().map_or("none".to_string(), |p| blaze_ir::bundle::EntryKey::of(&p.contract).to_string());
     println!("after {phase}: installed {installed}; partition {partition}");
 }

@@ -2,7 +2,8 @@
 use std::process::Command;
 
 fn user_model(args: &[&str]) -> std::process::Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_user-model")).args(args).env("XDG_RUNTIME_DIR", "/tmp").output().unwrap();
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_user-model")).args(args).env("XDG_RUNTIME_DIR", "/tmp").output().unwrap();
     assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     out
 }
@@ -81,7 +82,17 @@ fn one_call_installs_the_training_entry_then_the_forward_entry() {
         let trace = dir.join(format!("{regime}.trace.ron"));
         user_model(&["trace", "tiny-mlp-lm", "--regime", regime, "-o", trace.to_str().unwrap()]);
         let plan = dir.join(format!("{regime}.ron"));
-        user_model(&["plan", "--trace", trace.to_str().unwrap(), "--every-live", "2", "-o", plan.to_str().unwrap(), "--bundle", bundle.to_str().unwrap()]);
+        user_model(&[
+            "plan",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--every-live",
+            "2",
+            "-o",
+            plan.to_str().unwrap(),
+            "--bundle",
+            bundle.to_str().unwrap(),
+        ]);
         let with_plan = run_partition(&dir, regime, Some(&plan));
         assert_ne!(with_plan, run_partition(&dir, regime, None), "{regime}: the plan changes the partition");
         planned.push(with_plan);
@@ -89,11 +100,19 @@ fn one_call_installs_the_training_entry_then_the_forward_entry() {
     let out = user_model(&["train", "--bundle", bundle.to_str().unwrap()]);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let line = |phase: &str| stdout.lines().find(|l| l.starts_with(&format!("after {phase}: "))).unwrap_or_default().to_string();
+    let line = |phase: &str| {
+        stdout.lines().find(|l| l.starts_with(&format!("after {phase}: "))).unwrap_or_default().to_string()
+    };
     let (train, eval) = (line("training"), line("evaluation"));
-    assert!(train.starts_with("after training: installed tiny-mlp-lm training [batch=8 seq=32] on llvmpipe"), "{stdout}{stderr}");
+    assert!(
+        train.starts_with("after training: installed tiny-mlp-lm training [batch=8 seq=32] on llvmpipe"),
+        "{stdout}{stderr}"
+    );
     assert!(train.ends_with(&format!("; partition {}", planned[0])), "{stdout}");
-    assert!(eval.starts_with("after evaluation: installed tiny-mlp-lm forward [batch=8 seq=32] on llvmpipe"), "{stdout}{stderr}");
+    assert!(
+        eval.starts_with("after evaluation: installed tiny-mlp-lm forward [batch=8 seq=32] on llvmpipe"),
+        "{stdout}{stderr}"
+    );
     assert!(eval.ends_with(&format!("; partition {}", planned[1])), "{stdout}");
     assert!(!stderr.contains("warning"), "{stderr}");
 
@@ -103,7 +122,11 @@ fn one_call_installs_the_training_entry_then_the_forward_entry() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let warnings: Vec<&str> = stderr.lines().filter(|l| l.starts_with("warning:")).collect();
     assert_eq!(warnings.len(), 1, "{stderr}");
-    assert!(warnings[0].contains("operations ran without a device sync") && warnings[0].contains("blaze_burn::step_boundary"), "{stderr}");
+    assert!(
+        warnings[0].contains("operations ran without a device sync")
+            && warnings[0].contains("blaze_burn::step_boundary"),
+        "{stderr}"
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("after training: installed none;"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -127,10 +150,18 @@ fn one_call_with_no_entry_for_this_device_warns_once_and_runs_burns_plan() {
     let out = user_model(&["train", "--bundle", path.to_str().unwrap(), "--steps", "3", "--eval-steps", "2"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stdout.contains(&format!("after training: installed none; partition {}", run_partition(&dir, "training", None))), "{stdout}");
+    assert!(
+        stdout
+            .contains(&format!("after training: installed none; partition {}", run_partition(&dir, "training", None))),
+        "{stdout}"
+    );
     let warnings: Vec<&str> = stderr.lines().filter(|l| l.starts_with("warning:")).collect();
     assert_eq!(warnings.len(), 1, "{stderr}");
-    assert!(warnings[0].contains("no entry of the bundle fits this run (this run on llvmpipe") && warnings[0].contains("it holds: tiny-mlp-lm training [batch=8 seq=32] on NVIDIA H200"), "{stderr}");
+    assert!(
+        warnings[0].contains("no entry of the bundle fits this run (this run on llvmpipe")
+            && warnings[0].contains("it holds: tiny-mlp-lm training [batch=8 seq=32] on NVIDIA H200"),
+        "{stderr}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -158,7 +189,15 @@ fn a_users_inference_loop_is_captured_when_the_bundle_says_so() {
     let bundle = |name: &str, captured: bool| {
         let path = dir.join(name);
         let plan = dir.join(format!("{name}.ron"));
-        let mut args = vec!["plan", "--trace", trace.to_str().unwrap(), "-o", plan.to_str().unwrap(), "--bundle", path.to_str().unwrap()];
+        let mut args = vec![
+            "plan",
+            "--trace",
+            trace.to_str().unwrap(),
+            "-o",
+            plan.to_str().unwrap(),
+            "--bundle",
+            path.to_str().unwrap(),
+        ];
         if captured {
             args.push("--captured");
         }
@@ -169,17 +208,24 @@ fn a_users_inference_loop_is_captured_when_the_bundle_says_so() {
     let infer = |bundle: &std::path::Path| {
         let out = user_model(&["train", "--bundle", bundle.to_str().unwrap(), "--steps", "2", "--eval-steps", "12"]);
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        let line = stdout.lines().find(|l| l.starts_with("inference:")).unwrap_or_else(|| panic!("{stdout}")).to_string();
+        let line =
+            stdout.lines().find(|l| l.starts_with("inference:")).unwrap_or_else(|| panic!("{stdout}")).to_string();
         let sum: f64 = line.rsplit_once("logits sum ").unwrap().1.parse().unwrap();
         (line, sum, String::from_utf8_lossy(&out.stderr).into_owned())
     };
     let (line, replayed, stderr) = infer(&captured);
     // 12 calls: 3 eager, 1 recorded, 8 replays (the first 3 checked against eager execution).
-    assert!(line.contains("12 calls, captured (8 replays)") && line.contains("MiB with the recording live"), "{line}\n{stderr}");
+    assert!(
+        line.contains("12 calls, captured (8 replays)") && line.contains("MiB with the recording live"),
+        "{line}\n{stderr}"
+    );
     assert!(!stderr.contains("captured execution not in force"), "{stderr}");
     let (line, eager_sum, _) = infer(&eager);
     assert!(line.contains("eager: the bundle's forward entry runs eagerly"), "{line}");
-    assert!(((replayed - eager_sum) / eager_sum).abs() < 1e-5, "replays compute the eager numbers: {replayed} vs {eager_sum}");
+    assert!(
+        ((replayed - eager_sum) / eager_sum).abs() < 1e-5,
+        "replays compute the eager numbers: {replayed} vs {eager_sum}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

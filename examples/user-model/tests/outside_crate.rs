@@ -90,9 +90,25 @@ fn a_crate_outside_the_workspace_builds_against_blaze_and_trains_with_its_bundle
     let bin = target.join("release/my-model");
     let (trace, plan, bundle) = (dir.join("t.ron"), dir.join("p.ron"), dir.join("model.blaze"));
     run(&bin, &["trace", "tiny-mlp-lm", "--regime", "training", "-o", trace.to_str().unwrap()]);
-    run(&bin, &["plan", "--trace", trace.to_str().unwrap(), "--every-live", "2", "-o", plan.to_str().unwrap(), "--bundle", bundle.to_str().unwrap()]);
+    run(
+        &bin,
+        &[
+            "plan",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--every-live",
+            "2",
+            "-o",
+            plan.to_str().unwrap(),
+            "--bundle",
+            bundle.to_str().unwrap(),
+        ],
+    );
     let stdout = run(&bin, &["train", "--bundle", bundle.to_str().unwrap()]);
     let line = stdout.lines().find(|l| l.starts_with("after training: ")).unwrap_or_default();
-    assert!(line.starts_with("after training: installed tiny-mlp-lm training [batch=8 seq=32]"), "the bundle's entry is installed: {stdout}");
+    assert!(
+        line.starts_with("after training: installed tiny-mlp-lm training [batch=8 seq=32]"),
+        "the bundle's entry is installed: {stdout}"
+    );
     let _ = std::fs::remove_dir_all(&root);
 }

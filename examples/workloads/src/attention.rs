@@ -2,7 +2,10 @@
 //! learned position embeddings, pre-LN transformer blocks (Burn's TransformerEncoder, GELU MLP
 //! d -> 4d -> d), causal mask, final LayerNorm, linear d -> 128, cross-entropy.
 pub use crate::attention_model::AttentionLm;
-use crate::{device::device_info, trainer::{CharLm, CharLmRun}};
+use crate::{
+    device::device_info,
+    trainer::{CharLm, CharLmRun},
+};
 use blaze_ir::plan::Regime;
 use blaze_runtime::{Description, Model, ModelFactory};
 use burn::module::Module;
@@ -52,12 +55,25 @@ impl ModelFactory for AttentionSpec {
     }
 
     fn summary(&self) -> String {
-        format!("character LM, {} pre-LN block(s), {} head(s), d={}, dropout {}; {}", self.layers, self.heads, self.d, self.dropout, self.shapes())
+        format!(
+            "character LM, {} pre-LN block(s), {} head(s), d={}, dropout {}; {}",
+            self.layers,
+            self.heads,
+            self.d,
+            self.dropout,
+            self.shapes()
+        )
     }
 
     fn build(&self, regime: Regime) -> Result<Box<dyn Model>, String> {
         let spec = self.clone();
-        let mut desc = Description { name: self.name.clone(), shapes: self.shapes(), num_params: 0, regime, device: device_info() };
+        let mut desc = Description {
+            name: self.name.clone(),
+            shapes: self.shapes(),
+            num_params: 0,
+            regime,
+            device: device_info(),
+        };
         let mut num_params = 0;
         let run = CharLmRun::new(desc.clone(), self.batch, self.seq, |device| {
             let model = spec.init(device);
@@ -67,7 +83,10 @@ impl ModelFactory for AttentionSpec {
         desc.num_params = num_params;
         let run = match self.dropout > 0.0 {
             // Burn draws a dropout mask from a host seed; a recording would bake one mask in.
-            true => run.refusing_training_capture(&format!("dropout {} draws its masks from a host seed, which a recording would replay unchanged", self.dropout)),
+            true => run.refusing_training_capture(&format!(
+                "dropout {} draws its masks from a host seed, which a recording would replay unchanged",
+                self.dropout
+            )),
             false => run,
         };
         Ok(Box::new(run.with_description(desc)))

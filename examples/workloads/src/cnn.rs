@@ -50,7 +50,9 @@ pub struct Cnn {
 
 impl Cnn {
     pub fn init(device: &Device) -> Self {
-        let conv = |c_in, c_out| Conv2dConfig::new([c_in, c_out], [3, 3]).with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1)).init(device);
+        let conv = |c_in, c_out| {
+            Conv2dConfig::new([c_in, c_out], [3, 3]).with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1)).init(device)
+        };
         Self {
             conv1: conv(1, 16),
             conv2: conv(16, 32),

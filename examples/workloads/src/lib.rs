@@ -6,8 +6,8 @@ pub mod chain;
 pub mod cnn;
 pub mod lstm;
 pub mod mlp;
-pub mod narrow;
 pub mod moe;
+pub mod narrow;
 pub mod task;
 pub mod text;
 pub mod trainer;
@@ -99,7 +99,10 @@ pub fn find(name: &str, shapes: ShapeOverride) -> Option<Box<dyn ModelFactory>> 
             ShapeOverride { batch: None, seq: None } => chain::ChainSpec::chain(),
             _ => {
                 let reference = chain::ChainSpec::chain();
-                chain::ChainSpec::with_shape(shapes.batch.unwrap_or(reference.rows), shapes.seq.unwrap_or(reference.cols))
+                chain::ChainSpec::with_shape(
+                    shapes.batch.unwrap_or(reference.rows),
+                    shapes.seq.unwrap_or(reference.cols),
+                )
             }
         })),
         _ => None,

@@ -86,7 +86,10 @@ impl ModelFactory for NarrowSpec {
     }
 
     fn summary(&self) -> String {
-        format!("tracel-ai/burn#5122 reproduction attempt: MLP 16-64-32-1, tanh, narrow [N, 1] head; rows={}", self.rows)
+        format!(
+            "tracel-ai/burn#5122 reproduction attempt: MLP 16-64-32-1, tanh, narrow [N, 1] head; rows={}",
+            self.rows
+        )
     }
 
     fn build(&self, regime: Regime) -> Result<Box<dyn Model>, String> {

@@ -1,7 +1,11 @@
 //! The runner for the workloads that are not character models (mlp, cnn, chain): a module, a
 //! task that feeds it and scores it, Adam. Also the seeded host RNG their data comes from and a
 //! helper that builds a character-model run, shared by lstm and moe.
-use crate::{device, device::device_info, trainer::{self, CharLm, CharLmRun, LEARNING_RATE, SEED}};
+use crate::{
+    device,
+    device::device_info,
+    trainer::{self, CharLm, CharLmRun, LEARNING_RATE, SEED},
+};
 use blaze_ir::plan::Regime;
 use blaze_runtime::{Description, Model, RecordableStep, Recording, StepOutput};
 use burn::module::Module;
@@ -153,14 +157,19 @@ impl<T: Task> RecordableStep for TaskRun<T> {
             );
         }
         if self.desc.regime == Regime::Training {
-            return Err("a training step is recorded only with its state held in place (RecordableStep::hold_state_in_place)".into());
+            return Err(
+                "a training step is recorded only with its state held in place (RecordableStep::hold_state_in_place)"
+                    .into(),
+            );
         }
         let Self { net, task, device, .. } = self;
         let net = net.as_ref().expect("module present between steps");
         let classes = task.classes();
-        blaze_burn::record(device, || task.stable_forward_loss(net, device), move |(out, loss), capture| {
-            trainer::read_outputs(loss.clone(), out.clone(), classes, capture)
-        })
+        blaze_burn::record(
+            device,
+            || task.stable_forward_loss(net, device),
+            move |(out, loss), capture| trainer::read_outputs(loss.clone(), out.clone(), classes, capture),
+        )
     }
 }
 
@@ -170,7 +179,12 @@ pub fn describe(name: &str, shapes: String, regime: Regime) -> Description {
 }
 
 /// A character-model run of `init`'s module, described with its parameter count.
-pub fn char_lm_run<M: CharLm>(desc: Description, batch: usize, seq: usize, init: impl FnOnce(&Device) -> M) -> Box<dyn Model> {
+pub fn char_lm_run<M: CharLm>(
+    desc: Description,
+    batch: usize,
+    seq: usize,
+    init: impl FnOnce(&Device) -> M,
+) -> Box<dyn Model> {
     let mut desc = desc;
     let mut num_params = 0;
     let run = CharLmRun::new(desc.clone(), batch, seq, |device| {

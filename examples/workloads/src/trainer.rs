@@ -1,6 +1,9 @@
 //! A character language model run: real text, cross-entropy, Adam. Implements
 //! `blaze_runtime::Model` for any Burn module that maps token ids to logits.
-use crate::{device, text::{CharBatcher, VOCAB}};
+use crate::{
+    device,
+    text::{CharBatcher, VOCAB},
+};
 use blaze_ir::plan::Regime;
 use blaze_runtime::{Description, Model, RecordableStep, Recording, StepOutput};
 use burn::module::Module;
@@ -54,7 +57,18 @@ impl<M: CharLm> CharLmRun<M> {
         let model = init_params(init(&device));
         let loss = CrossEntropyLossConfig::new().init(&device);
         let batcher = CharBatcher::new(batch, seq, SEED);
-        Self { desc, device, model: Some(model), optim: adam(), batcher, loss, tokens: Default::default(), targets: Default::default(), in_place: None, capture_refusal: None }
+        Self {
+            desc,
+            device,
+            model: Some(model),
+            optim: adam(),
+            batcher,
+            loss,
+            tokens: Default::default(),
+            targets: Default::default(),
+            in_place: None,
+            capture_refusal: None,
+        }
     }
 
     /// Replaces the description (e.g. once the parameter count is known).
@@ -91,7 +105,12 @@ impl<M: CharLm> CharLmRun<M> {
 }
 
 /// Logits and loss of one batch (the test-only fault scales the logits on the device).
-fn logits_loss<M: CharLm>(model: &M, loss: &CrossEntropyLoss, x: Tensor<2, Int>, y: Tensor<1, Int>) -> (Tensor<3>, Tensor<1>) {
+fn logits_loss<M: CharLm>(
+    model: &M,
+    loss: &CrossEntropyLoss,
+    x: Tensor<2, Int>,
+    y: Tensor<1, Int>,
+) -> (Tensor<3>, Tensor<1>) {
     let mut logits = model.logits(x);
     if blaze_runtime::fault::injected() {
         logits = logits.mul_scalar(1.01);
@@ -130,7 +149,12 @@ impl InPlaceTraining {
 
     /// Backward and the update. The outputs become plain tensors before the update, so no
     /// autodiff wrapper keeps a parameter shared while it is written.
-    pub fn step<N: Module, const D: usize>(&mut self, model: N, out: Tensor<D>, loss: Tensor<1>) -> (N, Tensor<D>, Tensor<1>) {
+    pub fn step<N: Module, const D: usize>(
+        &mut self,
+        model: N,
+        out: Tensor<D>,
+        loss: Tensor<1>,
+    ) -> (N, Tensor<D>, Tensor<1>) {
         let grads = GradientsParams::from_grads(loss.backward(), &model);
         let (out, loss) = (out.inner(), loss.inner());
         let (model, written) = self.adam.step(model, grads);
@@ -216,13 +240,18 @@ impl<M: CharLm> RecordableStep for CharLmRun<M> {
             );
         }
         if self.desc.regime == Regime::Training {
-            return Err("a training step is recorded only with its state held in place (RecordableStep::hold_state_in_place)".into());
+            return Err(
+                "a training step is recorded only with its state held in place (RecordableStep::hold_state_in_place)"
+                    .into(),
+            );
         }
         let Self { device, model, loss, tokens, targets, .. } = self;
         let model = model.as_ref().expect("model present between steps");
-        blaze_burn::record(device, || logits_loss(model, loss, tokens.get(), targets.get()), |(logits, loss), capture| {
-            read_outputs(loss.clone(), logits.clone(), VOCAB, capture)
-        })
+        blaze_burn::record(
+            device,
+            || logits_loss(model, loss, tokens.get(), targets.get()),
+            |(logits, loss), capture| read_outputs(loss.clone(), logits.clone(), VOCAB, capture),
+        )
     }
 }
 

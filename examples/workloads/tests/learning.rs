@@ -24,7 +24,12 @@ fn train(name: &str, batch: usize, seq: usize, steps: usize) -> Vec<f32> {
     let start = Instant::now();
     let losses: Vec<f32> = (0..steps).map(|_| model.step(false).loss).collect();
     let tail = mean_tail(&losses);
-    println!("{}: {steps} steps in {:.1?}; first {:.3}, mean of last 5 {tail:.3}", factory.name(), start.elapsed(), losses[0]);
+    println!(
+        "{}: {steps} steps in {:.1?}; first {:.3}, mean of last 5 {tail:.3}",
+        factory.name(),
+        start.elapsed(),
+        losses[0]
+    );
     losses
 }
 
@@ -74,7 +79,13 @@ fn cnn_mnist_beats_chance() {
     let start = Instant::now();
     let losses: Vec<f32> = (0..60).map(|_| run.step(false).loss).collect();
     let after = cnn::held_out_accuracy(&run);
-    println!("{}: 60 steps in {:.1?}; loss {:.3} -> {:.3}; held-out accuracy {before:.3} -> {after:.3}", spec.name, start.elapsed(), losses[0], mean_tail(&losses));
+    println!(
+        "{}: 60 steps in {:.1?}; loss {:.3} -> {:.3}; held-out accuracy {before:.3} -> {after:.3}",
+        spec.name,
+        start.elapsed(),
+        losses[0],
+        mean_tail(&losses)
+    );
     assert!(losses.iter().all(|l| l.is_finite()));
     assert!(after > 0.5, "held-out accuracy {after} after 60 steps");
 }
@@ -89,7 +100,8 @@ fn regression_workloads_train_and_capture() {
         let start = Instant::now();
         let factory = find(name, ShapeOverride::default()).expect("workload exists");
         assert_eq!(factory.name(), name);
-        let (mut plain, mut captured) = (factory.build(Regime::Training).unwrap(), factory.build(Regime::Training).unwrap());
+        let (mut plain, mut captured) =
+            (factory.build(Regime::Training).unwrap(), factory.build(Regime::Training).unwrap());
         let losses: Vec<f32> = (0..STEPS).map(|_| plain.step(false).loss).collect();
         let outs: Vec<_> = (0..STEPS).map(|_| captured.step(true)).collect();
         let [rows, cols] = match name.starts_with("mlp") {
@@ -108,7 +120,18 @@ fn regression_workloads_train_and_capture() {
 #[test]
 fn registry_order_and_names() {
     let names: Vec<String> = blaze_workloads::list().into_iter().map(|(n, _)| n).collect();
-    let expected = ["attention-d256", "attention-d257", "attention-d258", "mlp-w1024", "mlp-w1025", "lstm-h256", "cnn-mnist", "moe-e8k2", "gpt-small", "chain-32"];
+    let expected = [
+        "attention-d256",
+        "attention-d257",
+        "attention-d258",
+        "mlp-w1024",
+        "mlp-w1025",
+        "lstm-h256",
+        "cnn-mnist",
+        "moe-e8k2",
+        "gpt-small",
+        "chain-32",
+    ];
     assert_eq!(names, expected);
     for name in expected {
         assert_eq!(find(name, ShapeOverride::default()).unwrap().name(), name);
@@ -146,7 +169,12 @@ fn every_workload_runs_forward_and_training() {
         assert!(train.iter().chain([&fwd.loss]).all(|l| l.is_finite()), "{name}: non-finite loss");
         assert!(!fwd.logits.is_empty() && fwd.logits.len() % fwd.classes == 0, "{name}: forward captured no logits");
         if name != "gpt-small" {
-            assert!((fwd.loss - train[0]).abs() <= 1e-4 * train[0].abs().max(1.0), "{name}: forward {} vs first training step {}", fwd.loss, train[0]);
+            assert!(
+                (fwd.loss - train[0]).abs() <= 1e-4 * train[0].abs().max(1.0),
+                "{name}: forward {} vs first training step {}",
+                fwd.loss,
+                train[0]
+            );
         }
     }
 }

@@ -34,7 +34,14 @@ fn run(target: &str, text: &str) -> String {
         "trace" => match Trace::from_ron(text) {
             Ok(t) => {
                 // What blazec does with an accepted trace.
-                let _ = (t.to_text(), t.to_dot(), t.graph(), t.live_cut_points(), t.contract(), t.partition.fused_blocks_sorted());
+                let _ = (
+                    t.to_text(),
+                    t.to_dot(),
+                    t.graph(),
+                    t.live_cut_points(),
+                    t.contract(),
+                    t.partition.fused_blocks_sorted(),
+                );
                 let _ = t.plan(t.live_cut_points()).validate();
                 "ok".into()
             }
@@ -81,9 +88,39 @@ impl Rng {
 }
 
 const TOKENS: &[&str] = &[
-    "[", "]", "(", ")", ",", ":", "\"", "-1", "0", "18446744073709551616", "4294967296", "1e309", "NaN", "Some(", "None",
-    "true", "b", "\n", "PlanFile(", "Trace(", "format_version: 2", "cuts: [", "ops: [", "inputs: [", "blocks: [", "|", " ",
-    "settings: (", "max_blocks: Some(", "max_tasks: Some(", "format_version: 1", "max_blocks: Some(4096)", "max_blocks: Some(0)",
+    "[",
+    "]",
+    "(",
+    ")",
+    ",",
+    ":",
+    "\"",
+    "-1",
+    "0",
+    "18446744073709551616",
+    "4294967296",
+    "1e309",
+    "NaN",
+    "Some(",
+    "None",
+    "true",
+    "b",
+    "\n",
+    "PlanFile(",
+    "Trace(",
+    "format_version: 2",
+    "cuts: [",
+    "ops: [",
+    "inputs: [",
+    "blocks: [",
+    "|",
+    " ",
+    "settings: (",
+    "max_blocks: Some(",
+    "max_tasks: Some(",
+    "format_version: 1",
+    "max_blocks: Some(4096)",
+    "max_blocks: Some(0)",
 ];
 
 fn mutate(rng: &mut Rng, input: &[u8], corpus: &[Vec<u8>]) -> Vec<u8> {
@@ -123,7 +160,8 @@ fn mutate(rng: &mut Rng, input: &[u8], corpus: &[Vec<u8>]) -> Vec<u8> {
 }
 
 fn load_corpus(dir: &Path) -> Vec<Vec<u8>> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(dir).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
     files.sort();
     files.iter().filter_map(|p| std::fs::read(p).ok()).collect()
 }
@@ -142,7 +180,8 @@ fn fuzz(target: &str, execs: u64, seed: u64, root: &Path, save: bool) -> Totals 
     let mut corpus = load_corpus(&dir);
     assert!(!corpus.is_empty(), "no seeds in {}", dir.display());
     let mut rng = Rng(seed | 1);
-    let mut t = Totals { execs: 0, findings: 0, slowest: Duration::ZERO, heaviest: 0, classes: BTreeSet::new(), corpus: 0 };
+    let mut t =
+        Totals { execs: 0, findings: 0, slowest: Duration::ZERO, heaviest: 0, classes: BTreeSet::new(), corpus: 0 };
     std::panic::set_hook(Box::new(|_| {}));
     for _ in 0..execs {
         let pick = rng.below(corpus.len());
@@ -159,7 +198,13 @@ fn fuzz(target: &str, execs: u64, seed: u64, root: &Path, save: bool) -> Totals 
         let class = match outcome {
             Ok(class) if took < SLOW && heap < HEAVY => class,
             other => {
-                let why = if other.is_err() { "panic" } else if took >= SLOW { "slow" } else { "heavy" };
+                let why = if other.is_err() {
+                    "panic"
+                } else if took >= SLOW {
+                    "slow"
+                } else {
+                    "heavy"
+                };
                 t.findings += 1;
                 let out = root.join("findings");
                 let _ = std::fs::create_dir_all(&out);
@@ -182,12 +227,20 @@ fn fuzz(target: &str, execs: u64, seed: u64, root: &Path, save: bool) -> Totals 
 
 /// Writes the built-in seeds (a small plan, a three-operation trace, a partition) into the corpus.
 fn write_seeds(root: &Path) {
+    use blaze_ir::BoundaryId;
     use blaze_ir::plan::{Contract, DeviceInfo, Regime};
     use blaze_ir::signature::OpSignature;
     use blaze_ir::trace::{TRACE_FORMAT_VERSION, TracedBoundary, TracedOp};
-    use blaze_ir::BoundaryId;
     let device = DeviceInfo { adapter: "llvmpipe".into(), backend: "vulkan".into(), compiler: "wgsl".into() };
-    let contract = Contract { model: "m".into(), regime: Regime::Training, shapes: "b=2".into(), op_stream: "ab".into(), ops_per_step: 10, device: device.clone(), burn_version: "0.22.1".into() };
+    let contract = Contract {
+        model: "m".into(),
+        regime: Regime::Training,
+        shapes: "b=2".into(),
+        op_stream: "ab".into(),
+        ops_per_step: 10,
+        device: device.clone(),
+        burn_version: "0.22.1".into(),
+    };
     let mut plan = PlanFile::burn_default(contract, vec![BoundaryId(2), BoundaryId(5)]);
     plan.cuts = vec![BoundaryId(5)];
     let mut bundle = Bundle::new();
@@ -215,7 +268,12 @@ fn write_seeds(root: &Path) {
         max_blocks: None,
     };
     let c = root.join("corpus");
-    for (dir, name, text) in [("plan", "seed-small.ron", plan.to_ron()), ("bundle", "seed-two.blaze", bundle.to_ron()), ("trace", "seed-tiny.ron", trace.to_ron()), ("partition", "seed.txt", trace.partition.to_text())] {
+    for (dir, name, text) in [
+        ("plan", "seed-small.ron", plan.to_ron()),
+        ("bundle", "seed-two.blaze", bundle.to_ron()),
+        ("trace", "seed-tiny.ron", trace.to_ron()),
+        ("partition", "seed.txt", trace.partition.to_text()),
+    ] {
         std::fs::create_dir_all(c.join(dir)).unwrap();
         std::fs::write(c.join(dir).join(name), text).unwrap();
     }
@@ -239,7 +297,12 @@ fn main() {
         })),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz"),
     };
-    let pos: Vec<&String> = args.iter().enumerate().filter(|&(i, a)| !a.starts_with("--") && root_at.map(|r| r + 1) != Some(i)).map(|(_, a)| a).collect();
+    let pos: Vec<&String> = args
+        .iter()
+        .enumerate()
+        .filter(|&(i, a)| !a.starts_with("--") && root_at.map(|r| r + 1) != Some(i))
+        .map(|(_, a)| a)
+        .collect();
     let which = pos.first().map_or("all", |s| s.as_str());
     let execs: u64 = pos.get(1).and_then(|s| s.parse().ok()).unwrap_or(100_000);
     let seed: u64 = pos.get(2).and_then(|s| s.parse().ok()).unwrap_or(0x5eed);
@@ -258,7 +321,13 @@ fn main() {
         failed |= t.findings > 0;
         println!(
             "{target}: {} executions in {:.1} s, {} findings, slowest {:.2} ms, heap peak {} KiB, {} outcome classes, corpus {}",
-            t.execs, start.elapsed().as_secs_f64(), t.findings, t.slowest.as_secs_f64() * 1e3, t.heaviest.div_ceil(1024), t.classes.len(), t.corpus
+            t.execs,
+            start.elapsed().as_secs_f64(),
+            t.findings,
+            t.slowest.as_secs_f64() * 1e3,
+            t.heaviest.div_ceil(1024),
+            t.classes.len(),
+            t.corpus
         );
     }
     std::process::exit(if failed { 1 } else { 0 });

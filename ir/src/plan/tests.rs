@@ -90,13 +90,21 @@ fn a_plan_without_settings_is_written_as_version_1_and_one_with_them_as_version_
 fn a_plan_store_setting_makes_a_version_3_plan_and_version_2_files_still_load() {
     let v2 = plan().with_settings(Settings::beam_width(Some(8)));
     assert!(v2.to_ron().contains("format_version: 2") && !v2.to_ron().contains("store"), "no store: still version 2");
-    let positional = plan().with_settings(Settings { store: Some(PlanStore::ByPosition), ..Settings::beam_width(Some(8)) });
+    let positional =
+        plan().with_settings(Settings { store: Some(PlanStore::ByPosition), ..Settings::beam_width(Some(8)) });
     let text = positional.to_ron();
     assert!(text.contains("format_version: 3") && text.contains("store: Some(ByPosition)"), "{text}");
     assert_eq!(PlanFile::parse(&text), Ok(positional.clone()));
-    assert_eq!(PlanFile::parse(&text.replace("format_version: 3", "format_version: 2")), Err(PlanError::StoreBeforeVersion3));
+    assert_eq!(
+        PlanFile::parse(&text.replace("format_version: 3", "format_version: 2")),
+        Err(PlanError::StoreBeforeVersion3)
+    );
     let shipped_v2 = text.replace("format_version: 3", "format_version: 2").replace("store: Some(ByPosition),", "");
-    assert_eq!(PlanFile::parse(&shipped_v2).map(|p| p.settings), Ok(Settings::beam_width(Some(8))), "a version-2 width reads with no store setting");
+    assert_eq!(
+        PlanFile::parse(&shipped_v2).map(|p| p.settings),
+        Ok(Settings::beam_width(Some(8))),
+        "a version-2 width reads with no store setting"
+    );
 }
 
 #[test]
@@ -115,9 +123,17 @@ fn a_width_cached_by_position_has_a_store_of_its_own() {
     let positional = Settings { store: Some(PlanStore::ByPosition), ..width };
     assert_eq!(PlanFile::store_key_of(&[], &width), PlanFile::store_key(&[], Some(8)));
     assert_ne!(PlanFile::store_key_of(&[], &positional), PlanFile::store_key_of(&[], &width));
-    assert_ne!(PlanFile::store_key_of(&[], &Settings { store: Some(PlanStore::ByPosition), ..Settings::default() }), 0, "not Burn's own store");
+    assert_ne!(
+        PlanFile::store_key_of(&[], &Settings { store: Some(PlanStore::ByPosition), ..Settings::default() }),
+        0,
+        "not Burn's own store"
+    );
     let cut = [BoundaryId(1)];
-    assert_eq!(PlanFile::store_key_of(&cut, &positional), PlanFile::store_key_of(&cut, &width), "cuts cache by position anyway: one store");
+    assert_eq!(
+        PlanFile::store_key_of(&cut, &positional),
+        PlanFile::store_key_of(&cut, &width),
+        "cuts cache by position anyway: one store"
+    );
 }
 
 #[test]
@@ -135,7 +151,10 @@ fn a_version_1_file_holding_settings_is_refused() {
 
 #[test]
 fn settings_out_of_range_are_refused_with_their_name() {
-    for (s, name) in [(Settings { max_blocks: Some(0), ..Settings::default() }, "max_blocks = 0"), (Settings { max_tasks: Some(1 << 20), ..Settings::default() }, "max_tasks = 1048576")] {
+    for (s, name) in [
+        (Settings { max_blocks: Some(0), ..Settings::default() }, "max_blocks = 0"),
+        (Settings { max_tasks: Some(1 << 20), ..Settings::default() }, "max_tasks = 1048576"),
+    ] {
         let err = PlanFile::parse(&plan().with_settings(s).to_ron()).unwrap_err();
         assert!(err.to_string().contains(name), "{err}");
     }
@@ -176,7 +195,10 @@ fn captured_execution_makes_a_version_4_plan_and_older_files_read_as_eager() {
     assert_eq!(PlanFile::parse(&text), Ok(captured.clone()));
     assert!(PlanFile::parse(&text).unwrap().settings.is_captured());
     // The same file claiming an older version cannot hold the setting.
-    assert_eq!(PlanFile::parse(&text.replace("format_version: 4", "format_version: 3")), Err(PlanError::ExecutionBeforeVersion4));
+    assert_eq!(
+        PlanFile::parse(&text.replace("format_version: 4", "format_version: 3")),
+        Err(PlanError::ExecutionBeforeVersion4)
+    );
     // A version-3 file (no execution field) reads as eager.
     let v3 = text.replace("format_version: 4", "format_version: 2").replace("execution: Some(Captured),", "");
     let read = PlanFile::parse(&v3).expect("a version-2 width still reads");
@@ -205,5 +227,9 @@ fn execution_words_round_trip_and_eager_strips_them() {
     assert!(s.read_word("exec=replayed").unwrap_err().contains("exec=eager or exec=captured"));
     let width = Settings::beam_width(Some(2)).captured();
     assert_eq!(width.to_text(), "blocks=2 exec=captured");
-    assert_eq!(PlanFile::store_key_of(&[], &width), PlanFile::store_key_of(&[], &width.eager()), "execution changes no plan store");
+    assert_eq!(
+        PlanFile::store_key_of(&[], &width),
+        PlanFile::store_key_of(&[], &width.eager()),
+        "execution changes no plan store"
+    );
 }

@@ -34,7 +34,9 @@ pub fn seed_autotune(bundle_path: &Path, device: &DeviceInfo) -> Option<Seeded> 
         Ok(seeded) => {
             eprintln!(
                 "note: blaze: seeded CubeCL's autotune cache from {}: {} decisions imported, {} already present{}",
-                seeded.file, seeded.imported, seeded.already_present,
+                seeded.file,
+                seeded.imported,
+                seeded.already_present,
                 if seeded.failed > 0 { format!(", {} could not be written", seeded.failed) } else { String::new() }
             );
             Some(seeded)
@@ -48,7 +50,10 @@ pub fn seed_autotune(bundle_path: &Path, device: &DeviceInfo) -> Option<Seeded> 
 
 /// The one line said when the side file `file` cannot be used (or only in part).
 fn side_file_warning(file: &Path, reason: &str, recorded: usize) -> String {
-    format!("warning: blaze: the bundle's autotune decisions {}: {reason}; the bundle records {recorded} decisions; CubeCL autotunes as usual", file.display())
+    format!(
+        "warning: blaze: the bundle's autotune decisions {}: {reason}; the bundle records {recorded} decisions; CubeCL autotunes as usual",
+        file.display()
+    )
 }
 
 /// Reads `file` under the plan reader's rules and imports its bytes; an error is the reason.
@@ -59,15 +64,24 @@ fn import_file(file: &Path, recorded: usize) -> Result<Seeded, String> {
     // damaged file shows as fewer decisions than the writer counted.
     let read = report.imported + report.skipped + report.failed;
     if read < recorded {
-        return Err(format!("it is damaged or truncated (CubeCL read {read} decisions from it: {} imported, {} already present)", report.imported, report.skipped));
+        return Err(format!(
+            "it is damaged or truncated (CubeCL read {read} decisions from it: {} imported, {} already present)",
+            report.imported, report.skipped
+        ));
     }
-    Ok(Seeded { file: file.display().to_string(), imported: report.imported, already_present: report.skipped, failed: report.failed })
+    Ok(Seeded {
+        file: file.display().to_string(),
+        imported: report.imported,
+        already_present: report.skipped,
+        failed: report.failed,
+    })
 }
 
 /// Runs a CubeCL read, turning a panic in its storage engine into a reason: seeding never
 /// takes the program down.
 fn guarded(read: impl FnOnce() -> Result<ImportReport, String>) -> Result<ImportReport, String> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(read)).unwrap_or_else(|_| Err("it is damaged or truncated (CubeCL's reader panicked on it)".into()))
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(read))
+        .unwrap_or_else(|_| Err("it is damaged or truncated (CubeCL's reader panicked on it)".into()))
 }
 
 /// Imports a side file's bytes in whichever of CubeCL's two formats they are.
@@ -79,7 +93,11 @@ fn import_bytes(bytes: Vec<u8>) -> Result<ImportReport, String> {
         // The flat format has an in-memory reader, which validates every span at open. Its
         // header matched, so anything but another format version is a damaged file.
         let flat = EmbeddedBundle::open(cubecl::bytes::Bytes::from_bytes_vec(bytes)).map_err(|e| {
-            if matches!(e, EmbeddedBundleError::UnsupportedFormat(_)) { format!("CubeCL cannot read it ({e})") } else { format!("it is damaged or truncated ({e})") }
+            if matches!(e, EmbeddedBundleError::UnsupportedFormat(_)) {
+                format!("CubeCL cannot read it ({e})")
+            } else {
+                format!("it is damaged or truncated ({e})")
+            }
         })?;
         return Ok(cubecl::bundle::import(&flat));
     }
@@ -100,7 +118,10 @@ const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 fn check_sqlite(bytes: &[u8]) -> Result<(), String> {
     let damaged = |why: String| -> Result<(), String> { Err(format!("it is damaged or truncated ({why})")) };
     if bytes.len() < 100 || bytes[..16] != SQLITE_MAGIC[..] {
-        return damaged(format!("its {} bytes start with neither a SQLite header nor CubeCL's flat-bundle header", bytes.len()));
+        return damaged(format!(
+            "its {} bytes start with neither a SQLite header nor CubeCL's flat-bundle header",
+            bytes.len()
+        ));
     }
     let page = match u16::from_be_bytes([bytes[16], bytes[17]]) {
         1 => 65536,

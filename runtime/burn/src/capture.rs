@@ -59,7 +59,11 @@ pub fn record_graph<T>(device: &Device, launch: impl FnMut() -> T) -> Result<Rec
 
 /// [`record_graph`] with `between` called after each preparing launch has synced, with its
 /// outputs (a stateful step reads them and refreshes its inputs there).
-pub fn record_graph_stepping<T>(device: &Device, mut launch: impl FnMut() -> T, mut between: impl FnMut(&T) -> Result<(), String>) -> Result<Recorded<T>, String> {
+pub fn record_graph_stepping<T>(
+    device: &Device,
+    mut launch: impl FnMut() -> T,
+    mut between: impl FnMut(&T) -> Result<(), String>,
+) -> Result<Recorded<T>, String> {
     let dispatch = device.as_dispatch();
     let reserved_before = device.memory_pool_usage().map(|u| u.bytes_reserved);
     Dispatch::graph_prepare(dispatch).map_err(|e| cause("graph_prepare", e))?;

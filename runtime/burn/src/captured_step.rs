@@ -179,8 +179,18 @@ impl<I: StepInputs, O: StepOutputs, F: FnMut(&I) -> O> CapturedForward<I, O, F> 
         };
         let (ours, eager) = (replayed.values(), (self.step)(self.inputs.as_ref().expect("held")).values());
         if !same_numbers(&eager, &ours) {
-            let diff = if ours.len() == eager.len() { format!("relative difference {:.2e}", max_rel_diff(&eager, &ours)) } else { "outputs of another size".into() };
-            return self.fall_back(format!("replay {} differs from eager execution ({diff}, tolerance {VERIFY_TOLERANCE:.0e})", self.replays), None);
+            let diff = if ours.len() == eager.len() {
+                format!("relative difference {:.2e}", max_rel_diff(&eager, &ours))
+            } else {
+                "outputs of another size".into()
+            };
+            return self.fall_back(
+                format!(
+                    "replay {} differs from eager execution ({diff}, tolerance {VERIFY_TOLERANCE:.0e})",
+                    self.replays
+                ),
+                None,
+            );
         }
         self.state = if left > 1 { State::Checking(graph, left - 1) } else { State::Replaying(graph) };
         replayed

@@ -43,7 +43,9 @@ pub fn device_info() -> DeviceInfo {
                     compiler: COMPILER.into(),
                 }
             }
-            Err(e) => DeviceInfo { adapter: format!("unavailable: {e}"), backend: "none".into(), compiler: COMPILER.into() },
+            Err(e) => {
+                DeviceInfo { adapter: format!("unavailable: {e}"), backend: "none".into(), compiler: COMPILER.into() }
+            }
         }
     })
     .clone()

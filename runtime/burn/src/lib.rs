@@ -33,13 +33,13 @@ pub mod device_adam;
 pub mod device_timer;
 mod params;
 
-pub use blaze_runtime::{BundleHandle, Description, Model, ModelFactory, StepOutput};
-pub use device::{COMPILER, default_device, device_info};
-pub use device_timer::{DeviceBlockTimer, DeviceSpans};
 pub use autotune::{Seeded, seed_autotune};
+pub use blaze_runtime::{BundleHandle, Description, Model, ModelFactory, StepOutput};
 pub use capture::{StableInput, record};
 pub use captured_step::CapturedForward;
+pub use device::{COMPILER, default_device, device_info};
 pub use device_adam::DeviceAdam;
+pub use device_timer::{DeviceBlockTimer, DeviceSpans};
 pub use params::{init_params, parameter_values};
 
 /// Marks the start of a step: syncs `device`, so the step's operations are indexed from here
@@ -60,6 +60,8 @@ pub fn init(_device: &burn::tensor::Device, path: impl AsRef<std::path::Path>) -
     let info = device_info();
     let seeded = seed_autotune(path.as_ref(), &info);
     let mut handle = blaze_runtime::load_bundle(path, &info);
-    handle.notes.extend(seeded.map(|s| format!("autotune: {} decisions imported from {}, {} already present", s.imported, s.file, s.already_present)));
+    handle.notes.extend(seeded.map(|s| {
+        format!("autotune: {} decisions imported from {}, {} already present", s.imported, s.file, s.already_present)
+    }));
     handle
 }

@@ -46,8 +46,12 @@ fn lr(step: usize) -> f64 {
 /// Batch `step`, the same on every run: inputs and a target that depends on them.
 fn batch(step: usize, device: &Device) -> (Tensor<2>, Tensor<2>) {
     let x: Vec<f32> = (0..ROWS * IN).map(|i| (((i * 37 + step * 101) % 97) as f32 / 48.5) - 1.0).collect();
-    let y: Vec<f32> = x.chunks(IN).map(|r| r.iter().enumerate().map(|(j, v)| v * (j as f32 - 3.5)).sum::<f32>().sin()).collect();
-    (Tensor::from_data(TensorData::new(x, [ROWS, IN]), device), Tensor::from_data(TensorData::new(y, [ROWS, 1]), device))
+    let y: Vec<f32> =
+        x.chunks(IN).map(|r| r.iter().enumerate().map(|(j, v)| v * (j as f32 - 3.5)).sum::<f32>().sin()).collect();
+    (
+        Tensor::from_data(TensorData::new(x, [ROWS, IN]), device),
+        Tensor::from_data(TensorData::new(y, [ROWS, 1]), device),
+    )
 }
 
 fn read(loss: &Tensor<1>) -> f32 {
@@ -114,13 +118,25 @@ fn recorded() -> (Vec<f32>, Vec<f32>) {
     let device = autodiff();
     let net = Net::new(&device);
     let plain = device.clone().inner();
-    let run = RefCell::new(Run { net: Some(net), adam: DeviceAdam::new(0.9, 0.999, 1e-8), x: StableInput::default(), y: StableInput::default(), device, plain: plain.clone(), step: 0 });
+    let run = RefCell::new(Run {
+        net: Some(net),
+        adam: DeviceAdam::new(0.9, 0.999, 1e-8),
+        x: StableInput::default(),
+        y: StableInput::default(),
+        device,
+        plain: plain.clone(),
+        step: 0,
+    });
     let mut losses = Vec::new();
     run.borrow_mut().refresh().unwrap();
-    let graph = record_graph_stepping(&plain, || run.borrow_mut().launch(), |loss| {
-        losses.push(read(loss));
-        run.borrow_mut().refresh()
-    })
+    let graph = record_graph_stepping(
+        &plain,
+        || run.borrow_mut().launch(),
+        |loss| {
+            losses.push(read(loss));
+            run.borrow_mut().refresh()
+        },
+    )
     .expect("recorded");
     losses.push(read(graph.outputs()));
     while losses.len() < STEPS {
@@ -138,7 +154,9 @@ fn device_adam_replays_burns_adam_under_a_changing_learning_rate_and_needs_its_w
     assert!(burn_losses[STEPS - 1] < burn_losses[0] * 0.8, "the network learns: {burn_losses:?}");
     let (losses, params) = recorded();
     let (loss_diff, param_diff) = (max_rel_diff(&burn_losses, &losses), max_rel_diff(&burn_params, &params));
-    eprintln!("largest relative difference to Burn's Adam over {STEPS} steps: losses {loss_diff:.2e}, parameters {param_diff:.2e}");
+    eprintln!(
+        "largest relative difference to Burn's Adam over {STEPS} steps: losses {loss_diff:.2e}, parameters {param_diff:.2e}"
+    );
     eprintln!("Burn's Adam losses: {burn_losses:?}\nrecorded DeviceAdam losses: {losses:?}");
     assert!(loss_diff <= VERIFY_TOLERANCE && param_diff <= VERIFY_TOLERANCE, "{burn_losses:?}\n{losses:?}");
     // Without the write-back (new buffers each step, as Burn's optimizer returns them), the

@@ -47,5 +47,9 @@ fn a_submission_batch_loaded_after_the_first_tensor_is_warned_about() {
 
     let notes = load_batch_plan();
     assert_eq!(notes.len(), 1, "{notes:?}");
-    assert!(notes[0].starts_with("warning: blaze: the plan's max_tasks = 16 was loaded after the program's first tensor"), "{}", notes[0]);
+    assert!(
+        notes[0].starts_with("warning: blaze: the plan's max_tasks = 16 was loaded after the program's first tensor"),
+        "{}",
+        notes[0]
+    );
 }

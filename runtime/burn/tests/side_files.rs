@@ -47,7 +47,12 @@ fn scratch(name: &str) -> PathBuf {
 /// Writes `dir/model.blaze` naming `file` as the decisions made on `device`, recording `recorded`.
 fn write_bundle(dir: &Path, file: &str, device: &DeviceInfo, recorded: usize) -> PathBuf {
     let mut bundle = Bundle::new();
-    bundle.upsert_autotune(AutotuneFile { device: device.clone(), burn_version: blaze_runtime::BURN_VERSION.into(), file: file.into(), decisions: recorded });
+    bundle.upsert_autotune(AutotuneFile {
+        device: device.clone(),
+        burn_version: blaze_runtime::BURN_VERSION.into(),
+        file: file.into(),
+        decisions: recorded,
+    });
     let path = dir.join("model.blaze");
     std::fs::write(&path, bundle.to_ron()).unwrap();
     path
@@ -140,7 +145,8 @@ fn run_child(mode: &str, dir: &Path) -> String {
         std::thread::sleep(Duration::from_millis(10));
     };
     let stderr = reader.join().unwrap();
-    let status = status.unwrap_or_else(|| panic!("{mode} {}: still running after {CHILD_LIMIT:?} (killed)\n{stderr}", dir.display()));
+    let status = status
+        .unwrap_or_else(|| panic!("{mode} {}: still running after {CHILD_LIMIT:?} (killed)\n{stderr}", dir.display()));
     assert!(status.success(), "{mode} {}: {status}\n{stderr}", dir.display());
     stderr
 }
@@ -157,12 +163,20 @@ fn seed_in_child(mode: &str, dir: &Path) -> Seeding {
     let stderr = run_child(mode, dir);
     let result = std::fs::read_to_string(dir.join("result.txt")).unwrap();
     let (returned, millis) = result.rsplit_once('\n').unwrap();
-    Seeding { lines: blaze_lines(&stderr), returned: returned.to_string(), took: Duration::from_millis(millis.parse().unwrap()) }
+    Seeding {
+        lines: blaze_lines(&stderr),
+        returned: returned.to_string(),
+        took: Duration::from_millis(millis.parse().unwrap()),
+    }
 }
 
 /// The lines Blaze printed (a child may also print the driver's or the harness's).
 fn blaze_lines(stderr: &str) -> Vec<String> {
-    stderr.lines().filter(|l| l.starts_with("warning: blaze: ") || l.starts_with("note: blaze: ")).map(str::to_string).collect()
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("warning: blaze: ") || l.starts_with("note: blaze: "))
+        .map(str::to_string)
+        .collect()
 }
 
 fn warning(dir: &Path, reason: &str, recorded: usize) -> String {
@@ -207,7 +221,8 @@ fn child_process_entry() {
         }
         "warm" => {
             use_scratch_cache(&dir.join("cache"));
-            let flat = cubecl::bundle::EmbeddedBundle::open(cubecl::bytes::Bytes::from_bytes_vec(flat_decisions())).expect("valid flat bundle");
+            let flat = cubecl::bundle::EmbeddedBundle::open(cubecl::bytes::Bytes::from_bytes_vec(flat_decisions()))
+                .expect("valid flat bundle");
             let report = cubecl::bundle::import(&flat);
             assert_eq!(report.imported, RECORDED, "{report:?}");
             String::new()
@@ -300,7 +315,10 @@ fn an_empty_file_is_damaged() {
 fn a_file_in_neither_of_cubecls_formats_is_damaged() {
     let dir = scratch("foreign");
     std::fs::write(dir.join(SIDE), b"not a bundle").unwrap();
-    assert_refused(&dir, "it is damaged or truncated (its 12 bytes start with neither a SQLite header nor CubeCL's flat-bundle header)");
+    assert_refused(
+        &dir,
+        "it is damaged or truncated (its 12 bytes start with neither a SQLite header nor CubeCL's flat-bundle header)",
+    );
 }
 
 #[test]
@@ -337,7 +355,10 @@ fn a_path_leaving_the_bundle_directory_is_refused_with_the_bundle() {
     let file = format!("../{}", outside.file_name().unwrap().to_str().unwrap());
     let bundle = write_bundle(&dir, &file, &test_device(), RECORDED);
     let err = Bundle::read(&bundle).unwrap_err().to_string();
-    assert!(err.contains(&format!("autotune file `{file}` must be a relative path inside the bundle's directory")), "{err}");
+    assert!(
+        err.contains(&format!("autotune file `{file}` must be a relative path inside the bundle's directory")),
+        "{err}"
+    );
     let seeding = seed_in_child("seed", &dir);
     assert_eq!(seeding.lines, Vec::<String>::new());
     assert_eq!(seeding.returned, "None");
@@ -368,7 +389,10 @@ fn a_sqlite_file_cut_inside_a_page_is_damaged() {
     let (page, _) = sqlite_pages(real);
     let cut = real.len() - 100;
     std::fs::write(dir.join(SIDE), &real[..cut]).unwrap();
-    assert_refused(&dir, &format!("it is damaged or truncated ({cut} bytes is not a whole number of {page}-byte SQLite pages)"));
+    assert_refused(
+        &dir,
+        &format!("it is damaged or truncated ({cut} bytes is not a whole number of {page}-byte SQLite pages)"),
+    );
 }
 
 /// A truncated copy of a real export, cut at a page boundary (as a copy interrupted between
@@ -380,7 +404,13 @@ fn a_sqlite_file_missing_whole_pages_is_damaged() {
     let (page, pages) = sqlite_pages(real);
     assert!(pages >= 2 && real.len() >= pages * page, "{pages} pages of {page} bytes in {} bytes", real.len());
     std::fs::write(dir.join(SIDE), &real[..(pages - 1) * page]).unwrap();
-    assert_refused(&dir, &format!("it is damaged or truncated (its SQLite header counts {pages} pages of {page} bytes, the file holds {})", pages - 1));
+    assert_refused(
+        &dir,
+        &format!(
+            "it is damaged or truncated (its SQLite header counts {pages} pages of {page} bytes, the file holds {})",
+            pages - 1
+        ),
+    );
 }
 
 /// A file that yields fewer decisions than the bundle records is damaged, even when CubeCL
@@ -391,7 +421,9 @@ fn a_file_holding_fewer_decisions_than_the_bundle_records_is_damaged() {
     std::fs::write(dir.join(SIDE), flat_decisions()).unwrap();
     write_bundle(&dir, SIDE, &test_device(), RECORDED + 2);
     let seeding = seed_in_child("seed", &dir);
-    let reason = format!("it is damaged or truncated (CubeCL read {RECORDED} decisions from it: {RECORDED} imported, 0 already present)");
+    let reason = format!(
+        "it is damaged or truncated (CubeCL read {RECORDED} decisions from it: {RECORDED} imported, 0 already present)"
+    );
     assert_eq!(seeding.lines, vec![warning(&dir, &reason, RECORDED + 2)]);
     assert_eq!(seeding.returned, "None");
 }
@@ -405,7 +437,13 @@ fn intact_files_in_both_formats_are_imported() {
         write_bundle(&dir, SIDE, &test_device(), RECORDED);
         let seeding = seed_in_child("seed", &dir);
         let file = dir.join(SIDE).display().to_string();
-        assert_eq!(seeding.lines, vec![format!("note: blaze: seeded CubeCL's autotune cache from {file}: {RECORDED} decisions imported, 0 already present")], "{name}");
+        assert_eq!(
+            seeding.lines,
+            vec![format!(
+                "note: blaze: seeded CubeCL's autotune cache from {file}: {RECORDED} decisions imported, 0 already present"
+            )],
+            "{name}"
+        );
         let seeded = Seeded { file, imported: RECORDED, already_present: 0, failed: 0 };
         assert_eq!(seeding.returned, format!("{:?}", Some(seeded)), "{name}");
     }

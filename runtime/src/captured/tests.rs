@@ -94,7 +94,11 @@ fn a_refused_recording_leaves_eager_execution_with_one_warning_naming_the_cause(
     let mut m = counter(Some("an operation inside the capture window failed: write"), None);
     // The failed recording consumed batch 3; that step and every later one run eagerly.
     assert_eq!(losses(&mut m, 6), [1.0, 2.0, 4.0, 5.0, 6.0, 7.0], "every step eager, one batch skipped");
-    assert!(m.execution().starts_with("eager: recording refused: an operation inside the capture window failed: write"), "{}", m.execution());
+    assert!(
+        m.execution().starts_with("eager: recording refused: an operation inside the capture window failed: write"),
+        "{}",
+        m.execution()
+    );
     assert_eq!(warnings_containing("capture window failed: write"), 1, "one warning, not one per step");
     assert!(m.memory().is_none());
 }
@@ -114,7 +118,17 @@ fn a_model_without_a_recordable_step_says_so() {
     struct Plain;
     impl Model for Plain {
         fn describe(&self) -> Description {
-            Description { name: "plain".into(), shapes: String::new(), num_params: 0, regime: blaze_ir::plan::Regime::Forward, device: blaze_ir::plan::DeviceInfo { adapter: String::new(), backend: String::new(), compiler: String::new() } }
+            Description {
+                name: "plain".into(),
+                shapes: String::new(),
+                num_params: 0,
+                regime: blaze_ir::plan::Regime::Forward,
+                device: blaze_ir::plan::DeviceInfo {
+                    adapter: String::new(),
+                    backend: String::new(),
+                    compiler: String::new(),
+                },
+            }
         }
         fn step(&mut self, _capture: bool) -> StepOutput {
             StepOutput::default()

@@ -12,7 +12,14 @@ struct ToSplits {
 }
 
 impl Applier<PlanLang, ()> for ToSplits {
-    fn apply_one(&self, eg: &mut EGraph<PlanLang, ()>, eclass: Id, subst: &Subst, _: Option<&PatternAst<PlanLang>>, _: Symbol) -> Vec<Id> {
+    fn apply_one(
+        &self,
+        eg: &mut EGraph<PlanLang, ()>,
+        eclass: Id,
+        subst: &Subst,
+        _: Option<&PatternAst<PlanLang>>,
+        _: Symbol,
+    ) -> Vec<Id> {
         let Some(n) = num(eg, subst[self.n]) else { return vec![] };
         let splits = self.facts.splits_of(n);
         if splits.is_empty() {
@@ -38,7 +45,7 @@ pub fn cut_as_block_splits(facts: Arc<Facts>) -> Rule {
 
 #[cfg(test)]
 mod tests {
-    use crate::canon::tests::{facts, same, cand};
+    use crate::canon::tests::{cand, facts, same};
 
     #[test]
     fn cuts_in_the_same_gap_of_a_block_are_one_request() {

@@ -14,7 +14,7 @@ pub fn cut_never_explored(facts: Arc<Facts>) -> Rule {
 
 #[cfg(test)]
 mod tests {
-    use crate::canon::tests::{facts, same, cand};
+    use crate::canon::tests::{cand, facts, same};
 
     #[test]
     fn cut_where_burn_never_explores_does_nothing() {

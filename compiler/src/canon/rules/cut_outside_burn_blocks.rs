@@ -13,7 +13,7 @@ pub fn cut_outside_burn_blocks(facts: Arc<Facts>) -> Rule {
 
 #[cfg(test)]
 mod tests {
-    use crate::canon::tests::{facts, same, cand};
+    use crate::canon::tests::{cand, facts, same};
 
     #[test]
     fn cut_between_unfused_operations_is_burns_plan() {

@@ -53,12 +53,17 @@ pub(crate) fn plan_children(egraph: &EGraph<PlanLang, ()>, eclass: Id) -> Vec<Ve
 pub(crate) struct PlanNodes;
 
 impl egg::Searcher<PlanLang, ()> for PlanNodes {
-    fn search_eclass_with_limit(&self, egraph: &EGraph<PlanLang, ()>, eclass: Id, _limit: usize) -> Option<egg::SearchMatches<'_, PlanLang>> {
-        egraph[eclass]
-            .nodes
-            .iter()
-            .any(|n| matches!(n, PlanLang::Plan(_)))
-            .then(|| egg::SearchMatches { eclass, substs: vec![egg::Subst::default()], ast: None })
+    fn search_eclass_with_limit(
+        &self,
+        egraph: &EGraph<PlanLang, ()>,
+        eclass: Id,
+        _limit: usize,
+    ) -> Option<egg::SearchMatches<'_, PlanLang>> {
+        egraph[eclass].nodes.iter().any(|n| matches!(n, PlanLang::Plan(_))).then(|| egg::SearchMatches {
+            eclass,
+            substs: vec![egg::Subst::default()],
+            ast: None,
+        })
     }
 
     fn vars(&self) -> Vec<egg::Var> {

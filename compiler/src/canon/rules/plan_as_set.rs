@@ -7,7 +7,14 @@ use egg::{Applier, EGraph, Id, PatternAst, Rewrite, Subst, Symbol};
 struct Normalise;
 
 impl Applier<PlanLang, ()> for Normalise {
-    fn apply_one(&self, eg: &mut EGraph<PlanLang, ()>, eclass: Id, _: &Subst, _: Option<&PatternAst<PlanLang>>, _: Symbol) -> Vec<Id> {
+    fn apply_one(
+        &self,
+        eg: &mut EGraph<PlanLang, ()>,
+        eclass: Id,
+        _: &Subst,
+        _: Option<&PatternAst<PlanLang>>,
+        _: Symbol,
+    ) -> Vec<Id> {
         let plans = plan_children(eg, eclass);
         let mut changed = vec![];
         for children in plans {
@@ -48,7 +55,7 @@ pub fn plan_as_set() -> Rule {
 
 #[cfg(test)]
 mod tests {
-    use crate::canon::tests::{facts, same, cand};
+    use crate::canon::tests::{cand, facts, same};
 
     #[test]
     fn order_and_duplicates_do_not_matter() {

@@ -13,7 +13,14 @@ struct SplitAfterHeadReduction {
 }
 
 impl Applier<PlanLang, ()> for SplitAfterHeadReduction {
-    fn apply_one(&self, eg: &mut EGraph<PlanLang, ()>, eclass: Id, _: &Subst, _: Option<&PatternAst<PlanLang>>, _: Symbol) -> Vec<Id> {
+    fn apply_one(
+        &self,
+        eg: &mut EGraph<PlanLang, ()>,
+        eclass: Id,
+        _: &Subst,
+        _: Option<&PatternAst<PlanLang>>,
+        _: Symbol,
+    ) -> Vec<Id> {
         let plans = plan_children(eg, eclass);
         let mut changed = vec![];
         for children in plans {
@@ -69,7 +76,7 @@ pub fn reduce_needs_prologue(facts: Arc<Facts>) -> Rule {
 
 #[cfg(test)]
 mod tests {
-    use crate::canon::tests::{facts, same, cand};
+    use crate::canon::tests::{cand, facts, same};
 
     #[test]
     fn a_run_headed_by_a_reduction_is_split_after_it() {
