@@ -12,7 +12,7 @@
 //!       runs the warm-up, prints `ready`, then for every line `go` on standard input times
 //!       <block> consecutive steps and prints `block <ms per step> loss <last loss> step <index>`;
 //!       ends at end of input. Two such processes (stock and patched) driven in turns by
-//!       scripts/overhead-interleave.py pair their blocks in time (docs/measurement.md,
+//!       tools/campaign/overhead-interleave.py pair their blocks in time (docs/measurement.md,
 //!       "Overhead of the patch").
 #[path = "../../workloads/src/attention_model.rs"]
 mod attention_model;

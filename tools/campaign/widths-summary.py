@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Beam widths in processes of their own against the same widths raced in one process.
 
-Usage: scripts/widths-summary.py RUN_DIR [RUN_DIR ...] TUNE_REPORT
+Usage: tools/campaign/widths-summary.py RUN_DIR [RUN_DIR ...] TUNE_REPORT
   RUN_DIR      (one or more) holds width-<model>-w<W>-<rep>.txt (campaign stage `widths`: `blazec run` in a
                directory whose burn.toml sets max_blocks = W; W = 5 is Burn's default) and,
                optionally, planrun-<model>-<regime>-{burn,plan}-<rep>.txt (stage `planrun`).
@@ -10,7 +10,7 @@ Usage: scripts/widths-summary.py RUN_DIR [RUN_DIR ...] TUNE_REPORT
 
 Per process: the executed partition and the 10th percentile of its timed steps (the floor:
 inside a process the step time switches for seconds between a floor and slow stretches, in
-every arm alike, see scripts/overhead-summary.py). Per width: the median of its processes'
+every arm alike, see tools/campaign/overhead-summary.py). Per width: the median of its processes'
 floors, as a ratio to width 5's. The ranking of these ratios is compared with the in-process
 ranking (Spearman's rho over the widths both have).
 

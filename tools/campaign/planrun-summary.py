@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Shipped plans against Burn's plan in fresh processes (campaign stage `planrun`).
 
-Usage: scripts/planrun-summary.py RUN_DIR [RUN_DIR ...]
+Usage: tools/campaign/planrun-summary.py RUN_DIR [RUN_DIR ...]
   RUN_DIR holds planrun-<model>-<regime>[-b<batch>]-{burn,plan}-<rep>.txt, each the output of
   one `blazec run` process (burn: no plan; plan: --plan <file>), the two arms alternating in
   order (rep 1 burn first, rep 2 plan first, ...), or stage `ship`'s

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # blazec doctor on every reference workload, forward and training, at the default tolerance.
-# Usage: scripts/doctor-sweep.sh <blazec> <out dir> [small]
+# Usage: tools/campaign/doctor-sweep.sh <blazec> <out dir> [small]
 #   small: the named lavapipe test shapes (sequence models batch 2 seq 32, mlp 256 rows,
 #   cnn 32 images, chain 256x256); otherwise the reference shapes.
 # Writes <out>/<model>-<regime>.{txt,doctor.md,doctor.ron,ron} and <out>/summary.txt

@@ -44,7 +44,7 @@
 #   overhead:<pairs>           stock vs patched burn-fusion, order AB then BA, attention-d$OVERHEAD_D (257) training
 #   interleave:<pairs>[:<rounds>]
 #                              stock vs patched burn-fusion, two co-resident `blaze-overhead --serve`
-#                              processes taking turns block by block (scripts/overhead-interleave.py),
+#                              processes taking turns block by block (tools/campaign/overhead-interleave.py),
 #                              attention-d$OVERHEAD_D (257) training, blocks of $BLOCK (8) steps
 #   demo                       blazec demo at the reference shape
 #   torch:<models>:<regime>[:<batch>]
@@ -191,10 +191,10 @@ for stage in ${STAGES:-}; do
       done ;;
     interleave)
       name=interleave; budget=$(( $(left) - 30 ))
-      timed 600 python3 $REPO/scripts/overhead-interleave.py run /tmp/blaze-overhead-stock /tmp/blaze-overhead-patched \
+      timed 600 python3 $REPO/tools/campaign/overhead-interleave.py run /tmp/blaze-overhead-stock /tmp/blaze-overhead-patched \
         $R/interleave.tsv --pairs $a --rounds ${b:-100} --block ${BLOCK:-8} --model ${OVERHEAD_D:-257},16,256,5 \
         --deadline $budget > $R/interleave.run.txt 2>&1
-      python3 $REPO/scripts/overhead-interleave.py summary $R/interleave.tsv > $R/interleave.summary.md 2>&1 ;;
+      python3 $REPO/tools/campaign/overhead-interleave.py summary $R/interleave.tsv > $R/interleave.summary.md 2>&1 ;;
     live)
       # <at> = s<N>: switch N steps after the first settle (drift checks then run under
       # conditions the selection never saw).

@@ -9,7 +9,7 @@
 # blaze-runtime (which needs the patch) fails in it by design; --keep-going still produces the
 # overhead binary, which is all that build is for.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ./vendor/setup.sh >/dev/null
 export CARGO_TARGET_DIR="${GPU_TARGET_DIR:-/var/tmp/blaze-target-vk}"
 pkgs=(-p blaze-compiler -p blaze-overhead --features blaze-compiler/vulkan,blaze-overhead/vulkan)

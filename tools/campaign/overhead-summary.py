@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Summarises an overhead campaign: stock vs patched burn-fusion, one process each, alternating.
 
-Usage: scripts/overhead-summary.py DIR
+Usage: tools/campaign/overhead-summary.py DIR
 Reads DIR/*-{stock,patched}-N.txt (lines "step S ms T loss L" from blaze-overhead). Process N of
 each build forms pair N (the campaign alternates the order A B / B A so linear drift cancels).
 

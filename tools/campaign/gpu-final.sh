@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Made results/h200/2026-11-30/call3-final; scripts/gpu-campaign.sh supersedes it.
+# Made results/h200/2026-11-30/call3-final; tools/campaign/gpu-campaign.sh supersedes it.
 # One GPU call made when device time was short: attention-d257 training tune cold then
 # warm, the tuned plan loaded by the runtime, overhead stock vs patched (ABAB), fusion off, demo.
 set -u

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Made results/h200/2026-11-30/call4-overhead; the overhead stage of
-# scripts/gpu-campaign.sh supersedes it.
+# tools/campaign/gpu-campaign.sh supersedes it.
 # Overhead benchmark on the GPU: one untimed process fills the autotune cache, then stock and
 # patched burn-fusion alternate (ABAB), each timing attention-d257 training steps.
 set -u

@@ -2,9 +2,9 @@
 """Overhead of the patch with no plan, measured with two co-resident processes taking turns.
 
 Usage:
-  scripts/overhead-interleave.py run STOCK PATCHED OUT.tsv [--pairs N] [--rounds R] [--block K]
+  tools/campaign/overhead-interleave.py run STOCK PATCHED OUT.tsv [--pairs N] [--rounds R] [--block K]
                                  [--model D,BATCH,SEQ,WARMUP] [--settle S] [--deadline SECONDS]
-  scripts/overhead-interleave.py summary OUT.tsv [--bootstrap B]
+  tools/campaign/overhead-interleave.py summary OUT.tsv [--bootstrap B]
 
 Why this design: stock and patched burn-fusion are different binaries, so they
 cannot share a process, and one process per measurement cannot resolve 0.5 %: on the H200 a
