@@ -1,12 +1,10 @@
-//! The models a binary offers and how a command names one: the catalog (built-in workloads or a
-//! user's own), model arguments, and the name of a traced model with its recorded test shape.
-//! Every command resolves models here; nothing here parses a command line of its own.
-use blaze_ir::plan::Regime;
+//! The models a binary offers and how a trace or plan names one: the catalog (built-in
+//! workloads or a user's own) and the name of a traced model with its recorded test shape.
+//! Nothing here parses a command line (blazec's `model_args` does).
 use blaze_runtime::ModelFactory;
-use clap::Args;
 
 /// The models a binary offers: the built-in workloads for `blazec`, a user's own models for
-/// a user binary that calls `main_with` (the `cli` module).
+/// a user binary that calls `blazec::main_with`.
 pub trait Catalog {
     /// The model `name`, with optional test-size overrides.
     fn find(&self, name: &str, batch: Option<usize>, seq: Option<usize>) -> Option<Box<dyn ModelFactory>>;
@@ -15,27 +13,6 @@ pub trait Catalog {
 }
 
 pub type Resolver = dyn Catalog;
-
-#[derive(Args, Clone)]
-pub struct ModelArgs {
-    /// Workload name, e.g. attention-d257 (see `blazec list`).
-    pub model: String,
-    /// forward or training.
-    #[arg(long, default_value = "training")]
-    pub regime: Regime,
-    /// Override the batch size (small test runs; recorded in the model name).
-    #[arg(long)]
-    pub batch: Option<usize>,
-    /// Override the sequence length (small test runs; recorded in the model name).
-    #[arg(long)]
-    pub seq: Option<usize>,
-}
-
-pub fn resolve_model(resolve: &Resolver, args: &ModelArgs) -> anyhow::Result<Box<dyn ModelFactory>> {
-    resolve
-        .find(&args.model, args.batch, args.seq)
-        .ok_or_else(|| anyhow::anyhow!("unknown model `{}` (see `blazec list`)", args.model))
-}
 
 pub fn read_trace(path: &std::path::Path) -> anyhow::Result<blaze_ir::Trace> {
     let text =

@@ -53,15 +53,44 @@ pub fn executed_partitions(
     out
 }
 
-/// Candidates grouped by executed fingerprint, groups in first-seen order.
-pub fn group_by_fingerprint(ids: &[usize], partitions: &[ExecutedPartition]) -> Vec<Vec<usize>> {
-    let keys: Vec<String> = partitions.iter().map(|p| p.fingerprint()).collect();
-    group_by_key(ids, &keys)
+/// What confirm found for some candidates: each one's executed partition, in order, and the
+/// candidates grouped by [`key`] (ids, first-seen order); the first of each group survives.
+pub struct Confirmed {
+    pub partitions: Vec<ExecutedPartition>,
+    pub groups: Vec<Vec<usize>>,
 }
 
-/// Groups ids by key (first-seen order), e.g. executed partition plus what else sets a plan
-/// apart at equal kernels.
-pub fn group_by_key(ids: &[usize], keys: &[String]) -> Vec<Vec<usize>> {
+impl Confirmed {
+    /// The first id of every group.
+    pub fn survivors(&self) -> Vec<usize> {
+        self.groups.iter().map(|g| g[0]).collect()
+    }
+}
+
+/// The one rule for "these candidates are the same plan": the executed partition, and for a
+/// width alone whether it caches by position (the same kernels, other host work). Cut plans
+/// cache by position anyway. Tune, space and live all collapse by it.
+pub fn key(candidate: &Candidate, partition: &ExecutedPartition) -> String {
+    let by_position = candidate.cuts.is_empty() && candidate.settings.caches_by_position(false);
+    format!("{}{}", partition.fingerprint(), if by_position { ";position" } else { "" })
+}
+
+/// Runs every candidate once on `model` ([`executed_partitions`]) and groups them by [`key`].
+pub fn confirm(model: &mut dyn Model, candidates: &[&Candidate], progress: impl FnMut(usize, usize)) -> Confirmed {
+    let partitions = executed_partitions(model, candidates, progress);
+    let groups = group(candidates, &partitions);
+    Confirmed { partitions, groups }
+}
+
+/// `candidates` grouped by [`key`] of their `partitions` (ids, first-seen order).
+pub fn group(candidates: &[&Candidate], partitions: &[ExecutedPartition]) -> Vec<Vec<usize>> {
+    let ids: Vec<usize> = candidates.iter().map(|c| c.id).collect();
+    let keys: Vec<String> = candidates.iter().zip(partitions).map(|(c, p)| key(c, p)).collect();
+    group_by_key(&ids, &keys)
+}
+
+/// Groups ids by key, groups in first-seen order.
+fn group_by_key(ids: &[usize], keys: &[String]) -> Vec<Vec<usize>> {
     let mut index: BTreeMap<&str, usize> = BTreeMap::new();
     let mut groups: Vec<Vec<usize>> = Vec::new();
     for (&id, key) in ids.iter().zip(keys) {
@@ -98,8 +127,22 @@ mod tests {
 
     #[test]
     fn groups_by_what_executed() {
+        let cands: Vec<Candidate> = (0..3).map(|i| Candidate::new(i, vec![blaze_ir::BoundaryId(1)])).collect();
+        let refs: Vec<&Candidate> = cands.iter().collect();
         let parts = [part(&[&[0, 1]]), part(&[&[0], &[1]]), part(&[&[1, 0]])];
-        assert_eq!(group_by_fingerprint(&[0, 1, 2], &parts), vec![vec![0, 2], vec![1]]);
+        assert_eq!(group(&refs, &parts), vec![vec![0, 2], vec![1]]);
+    }
+
+    #[test]
+    fn a_width_cached_by_position_is_not_the_same_plan_as_the_width_shared() {
+        use blaze_ir::plan::{PlanStore, Settings};
+        let shared = Candidate::with_settings(1, vec![], Settings::beam_width(Some(3)));
+        let position =
+            Candidate::with_settings(2, vec![], Settings { store: Some(PlanStore::ByPosition), ..Settings::beam_width(Some(3)) });
+        let again = Candidate::with_settings(3, vec![], Settings::beam_width(Some(3)));
+        let same = part(&[&[0, 1]]);
+        let parts = [same.clone(), same.clone(), same];
+        assert_eq!(group(&[&shared, &position, &again], &parts), vec![vec![1, 3], vec![2]]);
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! blocks cuts every boundary inside them. The search is `ddmin` over blocks.
 use crate::candidate::Candidate;
 use crate::ddmin::{self, ddmin};
-use crate::tracing::{TraceOptions, trace};
+use crate::tracer::{TraceOptions, trace};
 use crate::tune::verify::{Probe, probe_steps};
 use blaze_ir::{BoundaryId, Trace, plan::Regime};
 use blaze_runtime::ModelFactory;

@@ -1,25 +1,23 @@
 //! blaze-compiler: the stages between a model and a plan file.
 //!
-//! Processing order: [`tracing`] (capture a step) → `enumerate` (candidate plans) →
+//! Processing order: [`tracer`] (capture a step) → `enumerate` (candidate plans) →
 //! `canon` (e-graph: collapse requests that must execute identically) → `confirm` (run each
 //! once, collapse what executed identically) → `tune::race` over `tune::measure` visits (paired
 //! rounds against Burn's plan, fusion off in-process) → `verify` (probe under the winner and
 //! Burn's plan) → `select` (a confident winner that verifies) → `report`. `race_check` measures
 //! the race's own error rates.
-//! [`cli`] is the `blazec` front end; a user's own binary calls [`cli::main_with`] to get the
-//! same commands for its models.
+//! No command line and no printing here: the `blazec` crate parses arguments, calls these
+//! stages and prints what they return (a user's own binary gets the same commands through
+//! `blazec::main_with`).
 pub mod autotune;
-pub mod bench;
+pub mod bundling;
 pub mod candidate;
 pub mod canon;
 pub mod catalog;
-pub mod check;
 pub mod child;
 pub mod classes;
-pub mod cli;
 pub mod confirm;
 pub mod ddmin;
-pub mod demo;
 pub mod doctor;
 pub mod drive;
 pub mod enumerate;
@@ -29,12 +27,8 @@ pub mod greedy;
 pub mod live;
 pub mod orphan;
 pub mod profile;
-pub mod progress;
-pub mod race_check;
-pub mod run;
 pub mod runner;
-pub mod serve;
 pub mod space;
-pub mod tracing;
+pub mod stats;
+pub mod tracer;
 pub mod tune;
-pub mod tune_cli;

@@ -11,6 +11,7 @@
 use crate::candidate::Candidate;
 use crate::confirm::install;
 use crate::drive::{Settle, record_step, settle, warm_up};
+use crate::stats::median;
 use blaze_burn::DeviceBlockTimer;
 use blaze_ir::plan::Regime;
 use blaze_runtime::{BlockTimer, ModelFactory, activate_burn_default};
@@ -203,16 +204,6 @@ fn device_times(model: &mut dyn blaze_runtime::Model, blocks: usize) -> DeviceTi
 /// `NumericFloat/Add` -> `Add`.
 fn short_kind(kind: &str) -> &str {
     kind.rsplit('/').next().unwrap_or(kind)
-}
-
-fn median(xs: &[f64]) -> f64 {
-    if xs.is_empty() {
-        return f64::NAN;
-    }
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
 }
 
 /// The text `blazec profile` prints: per arm its totals, verdict and the `top` blocks by device

@@ -2,7 +2,7 @@
 //! requested, collapsed by the e-graph, collapsed by confirm, survivors, false merges.
 use crate::candidate::Candidate;
 use crate::canon::{Canonical, Facts, canonicalise};
-use crate::confirm::{executed_partitions, false_merges, group_by_fingerprint};
+use crate::confirm::{executed_partitions, false_merges};
 use crate::enumerate::enumerate;
 use blaze_ir::Trace;
 use blaze_runtime::ModelFactory;
@@ -30,45 +30,51 @@ pub struct SpaceReport {
     pub fingerprints: BTreeMap<usize, String>,
 }
 
-/// Class-level requests for `trace` (cut-point classes, `classes.rs`), canonicalised.
-pub fn class_candidates(trace: &Trace, budget: usize) -> (Vec<Candidate>, Canonical) {
-    let cands = crate::classes::class_candidates(&crate::classes::classes(trace), budget);
-    let canon = canonicalise(&cands, Arc::new(Facts::from_trace(trace)));
-    (cands, canon)
+/// How cut plans are requested from a trace.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Enumeration {
+    /// Sets of live cut points (`enumerate.rs`), at most `budget`.
+    Sampled { budget: usize, seed: u64 },
+    /// Unions of cut-point classes (`classes.rs`: one decision for the same place in every
+    /// layer), at most `budget`.
+    Classes { budget: usize },
 }
 
-/// Enumerates and canonicalises candidates for `trace`.
-pub fn candidates(trace: &Trace, budget: usize, seed: u64) -> (Vec<Candidate>, Canonical) {
-    let cands = enumerate(&trace.live_cut_points(), budget, seed);
+/// The one enumerate → canonicalise sequence (tune, space and live): the requested cut plans
+/// for `trace` and the e-graph's groups of them.
+pub fn request(trace: &Trace, how: Enumeration) -> (Vec<Candidate>, Canonical) {
+    let cands = match how {
+        Enumeration::Sampled { budget, seed } => enumerate(&trace.live_cut_points(), budget, seed),
+        Enumeration::Classes { budget } => crate::classes::class_candidates(&crate::classes::classes(trace), budget),
+    };
     let canon = canonicalise(&cands, Arc::new(Facts::from_trace(trace)));
     (cands, canon)
 }
 
 /// Runs the three stages. With `check_egraph`, every request is confirmed (not only the
-/// e-graph's representatives) so that false merges are counted.
+/// e-graph's representatives) so that false merges are counted. `progress` hears each stage.
 pub fn explore_space(
     factory: &dyn ModelFactory,
     trace: &Trace,
-    budget: usize,
-    seed: u64,
+    how: Enumeration,
     check_egraph: bool,
-    by_class: bool,
+    progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<SpaceReport> {
-    let (cands, canon) = if by_class { class_candidates(trace, budget) } else { candidates(trace, budget, seed) };
+    let (cands, canon) = request(trace, how);
     let to_run: Vec<&Candidate> = if check_egraph {
         cands.iter().collect()
     } else {
         canon.representatives().into_iter().map(|i| &cands[i]).collect()
     };
     let mut model = factory.build(trace.regime).map_err(anyhow::Error::msg)?;
-    let parts = executed_partitions(model.as_mut(), &to_run, |i, n| eprint!("\rconfirm {}/{n}", i + 1));
-    eprintln!();
+    let parts = executed_partitions(model.as_mut(), &to_run, |i, n| progress(&format!("confirm {}/{n}", i + 1)));
     let fingerprints: BTreeMap<usize, String> =
         to_run.iter().zip(&parts).map(|(c, p)| (c.id, p.fingerprint())).collect();
     let reps = canon.representatives();
     let rep_parts: Vec<_> =
         reps.iter().map(|id| parts[to_run.iter().position(|c| c.id == *id).unwrap()].clone()).collect();
-    let confirm_groups = group_by_fingerprint(&reps, &rep_parts);
+    let rep_cands: Vec<&Candidate> = reps.iter().map(|&id| &cands[id]).collect();
+    let confirm_groups = crate::confirm::group(&rep_cands, &rep_parts);
     Ok(SpaceReport {
         model: trace.model.clone(),
         regime: trace.regime.to_string(),

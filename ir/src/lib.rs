@@ -11,6 +11,7 @@ pub mod heap;
 pub mod partition;
 pub mod plan;
 pub mod signature;
+pub mod store_key;
 pub mod trace;
 
 pub use boundary::BoundaryId;

@@ -249,6 +249,50 @@ impl Settings {
 /// enough that a damaged file cannot make Burn's search quadratic in a huge number.
 pub const MAX_SETTING: u32 = 4096;
 
+/// What the verification gate said about a plan: a typed record in plan files and results.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum VerifyOutcome {
+    /// Burn's plan won: nothing to compare.
+    NothingToCheck,
+    /// Something to check, but the check cannot settle it.
+    NotSettled(String),
+    /// Executed differently, computed the same: identical, or within rounding.
+    Verified { identical: bool, max_rel_diff: f32 },
+    /// Different or broken numbers: the plan is not kept.
+    Refused(String),
+}
+
+impl VerifyOutcome {
+    pub fn keeps(&self) -> bool {
+        matches!(self, VerifyOutcome::Verified { .. } | VerifyOutcome::NotSettled(_))
+    }
+
+    /// The outcome from the Debug text older files hold (`Verified { identical: true,
+    /// max_rel_diff: 0.0 }`): the same fields in RON's struct-variant form.
+    pub fn from_debug_text(text: &str) -> Option<Self> {
+        let text = text.trim();
+        let ron_text = match text.split_once(" { ") {
+            Some((variant, rest)) => format!("{variant}({})", rest.strip_suffix(" }")?),
+            None => text.to_string(),
+        };
+        ron::from_str(&ron_text).ok()
+    }
+}
+
+impl std::fmt::Display for VerifyOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            VerifyOutcome::NothingToCheck => write!(f, "nothing to check (Burn's plan)"),
+            VerifyOutcome::NotSettled(why) => write!(f, "not settled: {why}"),
+            VerifyOutcome::Verified { identical: true, .. } => write!(f, "verified: identical"),
+            VerifyOutcome::Verified { identical: false, max_rel_diff } => {
+                write!(f, "verified: equal within rounding (largest relative difference {max_rel_diff:e})")
+            }
+            VerifyOutcome::Refused(why) => write!(f, "refused: {why}"),
+        }
+    }
+}
+
 /// Summary of the measurements a plan was selected by.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Measurements {
@@ -258,8 +302,21 @@ pub struct Measurements {
     pub fusion_off_ms: Option<f64>,
     pub plan_ms: f64,
     pub spread_ms: f64,
+    /// Files written before 2026-12-04: the gate's outcome as Debug text (read by
+    /// [`Self::verification`]); newer files leave it out and hold [`Self::verification`].
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub verify: String,
     pub selection: String,
+    /// The verification gate's outcome.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification: Option<VerifyOutcome>,
+}
+
+impl Measurements {
+    /// The gate's outcome, from the typed record or from an older file's text.
+    pub fn verification(&self) -> Option<VerifyOutcome> {
+        self.verification.clone().or_else(|| VerifyOutcome::from_debug_text(&self.verify))
+    }
 }
 
 /// Why a plan file cannot be used. Every variant names the reason in one sentence.
@@ -432,8 +489,8 @@ impl PlanFile {
     }
 
     /// A stable key for this plan's cut set and beam width (0 = Burn's own plan), used to keep
-    /// the plans Burn explores under different policies in different caches. The submission
-    /// batch is per process and does not change what is cached, so it is not part of the key.
+    /// the plans Burn explores under different policies in different caches
+    /// ([`crate::store_key`], the one key space).
     pub fn store_key(cuts: &[BoundaryId], max_blocks: Option<u32>) -> u64 {
         Self::store_key_of(cuts, &Settings::beam_width(max_blocks))
     }
@@ -441,20 +498,7 @@ impl PlanFile {
     /// [`Self::store_key`] for `settings`: a width alone cached by position has a store of its
     /// own, apart from the same width shared.
     pub fn store_key_of(cuts: &[BoundaryId], settings: &Settings) -> u64 {
-        let max_blocks = settings.max_blocks;
-        let by_position = cuts.is_empty() && settings.caches_by_position(false);
-        if cuts.is_empty() && max_blocks.is_none() && !by_position {
-            return 0;
-        }
-        let text: Vec<String> = cuts.iter().map(|c| c.0.to_string()).collect();
-        let mut text = text.join(",");
-        if let Some(n) = max_blocks {
-            text.push_str(&format!(";blocks={n}"));
-        }
-        if by_position {
-            text.push_str(";position");
-        }
-        crate::hash::stable_u64(text.as_bytes()) | 1
+        crate::store_key::of_plan(cuts, settings)
     }
 
     /// The RON text of this plan.

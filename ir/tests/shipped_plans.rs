@@ -18,6 +18,8 @@ fn check_plans_in(dir: &Path) -> usize {
         assert_eq!(format!("{:?}", plan.contract.regime).to_lowercase(), regime, "{name}");
         assert_eq!(plan.contract.device.adapter, "NVIDIA H200", "{name}");
         assert!(!plan.cuts.is_empty() || !plan.settings.is_default(), "{name}: Burn's own plan");
+        let verification = plan.measurements.as_ref().and_then(|m| m.verification());
+        assert!(verification.as_ref().is_some_and(|v| v.keeps()), "{name}: verified? {verification:?}");
         let report = dir.join(format!("{stem}.h200.report.md"));
         let text = std::fs::read_to_string(&report).unwrap_or_else(|e| panic!("{}: {e}", report.display()));
         assert!(

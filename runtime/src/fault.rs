@@ -1,17 +1,30 @@
 //! Test-only fault injection: lets a test make one plan compute something different on the
 //! device, so the verification gate's refusal branch runs on real hardware. Models that honour
 //! it (the built-in workloads) scale their logits by 1.01 on the device while it is set.
-//! Never set outside tests and `blazec tune --inject-fault`.
-use std::sync::atomic::{AtomicBool, Ordering};
+//!
+//! The switches exist only with the cargo feature `faults` (the tests and the GPU campaign
+//! binary turn it on; the default release build has none): without it the readers below are
+//! constant `false` / `None`, and asking to turn a fault on panics, so code that relies on a
+//! fault can never pass for the wrong reason in a build that cannot inject one.
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+
+/// Whether this build has the fault switches (feature `faults`).
+pub const AVAILABLE: bool = cfg!(any(test, feature = "faults"));
+
+/// Panics when a fault is asked for in a build without the switches.
+fn require(on: bool, what: &str) {
+    assert!(!on || AVAILABLE, "{what}: this build has no fault switches (cargo feature `faults` of blaze-runtime)");
+}
 
 static FAULT: AtomicBool = AtomicBool::new(false);
 
 pub fn inject(on: bool) {
+    require(on, "fault::inject");
     FAULT.store(on, Ordering::SeqCst);
 }
 
 pub fn injected() -> bool {
-    FAULT.load(Ordering::Relaxed)
+    AVAILABLE && FAULT.load(Ordering::Relaxed)
 }
 
 /// Environment variable naming the operation (step position) whose fused kernels
@@ -24,11 +37,12 @@ pub const FUSED_FAULT_ENV: &str = "BLAZE_INJECT_FUSED_FAULT";
 /// mul at that operation, while the operation executed on its own stays right. Unlike
 /// [`inject`], this changes what Burn's fused kernels compute, not the model's output.
 pub fn inject_fused(op: Option<u64>, plans_only: bool) {
+    require(op.is_some(), "fault::inject_fused");
     FUSED_TARGET.store(op.unwrap_or(u64::MAX), Ordering::SeqCst);
     burn_fusion::cut::inject_fused_fault(op, plans_only);
 }
 
-static FUSED_TARGET: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(u64::MAX);
+static FUSED_TARGET: AtomicU64 = AtomicU64::new(u64::MAX);
 
 /// The operation [`inject_fused`] faulted in this process, if any (for reports).
 pub fn fused_target() -> Option<u64> {
@@ -58,9 +72,10 @@ pub enum CaptureFault {
 /// Environment variable for [`inject_capture`] (`write`, `realloc` or `no-write-back`), read by blazec.
 pub const CAPTURE_FAULT_ENV: &str = "BLAZE_INJECT_CAPTURE_FAULT";
 
-static CAPTURE_FAULT: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+static CAPTURE_FAULT: AtomicU8 = AtomicU8::new(0);
 
 pub fn inject_capture(fault: Option<CaptureFault>) {
+    require(fault.is_some(), "fault::inject_capture");
     let code = match fault {
         None => 0,
         Some(CaptureFault::WriteInsideRecording) => 1,
@@ -71,6 +86,9 @@ pub fn inject_capture(fault: Option<CaptureFault>) {
 }
 
 pub fn capture_fault() -> Option<CaptureFault> {
+    if !AVAILABLE {
+        return None;
+    }
     match CAPTURE_FAULT.load(Ordering::Relaxed) {
         1 => Some(CaptureFault::WriteInsideRecording),
         2 => Some(CaptureFault::RefreshByAllocation),

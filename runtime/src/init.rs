@@ -73,7 +73,7 @@ pub fn load_bundle(path: impl AsRef<Path>, device: &DeviceInfo) -> BundleHandle 
     let mut handle = match bundle.and_then(|b| entries_for(b, device)) {
         Ok(entries) => start_watch(entries),
         Err(err) => {
-            burn_fusion::cut::install(None, 0);
+            burn_fusion::cut::install(None, blaze_ir::store_key::BURN);
             eprintln!("{}", crate::load::fallback_warning(&err));
             BundleHandle {
                 entries: Vec::new(),
@@ -109,7 +109,7 @@ fn entries_for(bundle: Bundle, device: &DeviceInfo) -> Result<Vec<PlanFile>, Pla
 }
 
 fn start_watch(entries: Vec<PlanFile>) -> BundleHandle {
-    burn_fusion::cut::install(None, 0);
+    burn_fusion::cut::install(None, blaze_ir::store_key::BURN);
     let notes = apply_shared_settings(&entries);
     for note in &notes {
         eprintln!("{note}");
@@ -127,7 +127,7 @@ fn start_watch(entries: Vec<PlanFile>) -> BundleHandle {
             *current.lock().unwrap_or_else(|e| e.into_inner()) = Some(crate::policy::activate_with(cuts, settings));
             eprintln!("note: blaze: installed the bundle entry for {key} (it matches this run's op stream)");
         }
-        None => burn_fusion::cut::install(None, 0),
+        None => burn_fusion::cut::install(None, blaze_ir::store_key::BURN),
     });
     let watch = OpStreamWatch::start_with(expected, Mode::Select, install);
     BundleHandle { entries, fallback: None, notes, load_time: Duration::ZERO, watch: Some(watch), policy }

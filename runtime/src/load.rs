@@ -60,7 +60,7 @@ impl PlanHandle {
             planned: self.plan.contract.op_stream.clone(),
             actual: observed.to_string(),
         };
-        burn_fusion::cut::install(None, 0);
+        burn_fusion::cut::install(None, blaze_ir::store_key::BURN);
         warn(&err);
         Err(err)
     }
@@ -106,7 +106,7 @@ pub fn load_plan_text(text: &str, actual: &Contract) -> LoadOutcome {
 }
 
 fn fallback(err: PlanError) -> LoadOutcome {
-    burn_fusion::cut::install(None, 0);
+    burn_fusion::cut::install(None, blaze_ir::store_key::BURN);
     warn(&err);
     LoadOutcome::Fallback(err)
 }

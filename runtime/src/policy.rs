@@ -73,8 +73,8 @@ pub fn activate_with(cuts: &[BoundaryId], settings: &Settings) -> Arc<CutSet> {
     policy
 }
 
-/// Store key of [`activate_explore_probe`]: even, so never a cut set's key (those are odd).
-pub const EXPLORE_PROBE_KEY: u64 = 2;
+/// Store key of [`activate_explore_probe`] (`blaze_ir::store_key`, the one key space).
+pub const EXPLORE_PROBE_KEY: u64 = blaze_ir::store_key::EXPLORE_PROBE;
 
 /// No cuts, but in a position-tagged store of its own, as a cut plan runs: the operations Burn
 /// explores under it are the ones where a cut would take effect (the live set).
@@ -88,13 +88,12 @@ pub fn activate_explore_probe() -> Arc<CutSet> {
 pub fn activate_explore_probe_with(max_blocks: Option<u32>) -> Arc<CutSet> {
     // The probe must see every position Burn explores, as under a cut plan: tagged.
     let policy = Arc::new(CutSet { max_blocks: max_blocks.map(|n| n as usize), tags_plans: true, ..CutSet::new(&[]) });
-    let key = max_blocks.map_or(EXPLORE_PROBE_KEY, |n| UNFUSED_KEY + 2 * u64::from(n));
-    burn_fusion::cut::install(Some(policy.clone()), key);
+    burn_fusion::cut::install(Some(policy.clone()), blaze_ir::store_key::explore_probe(max_blocks));
     policy
 }
 
-/// Store key of [`activate_unfused`]: even and distinct from the probe's, never a cut set's.
-pub const UNFUSED_KEY: u64 = 4;
+/// Store key of [`activate_unfused`] (`blaze_ir::store_key`, the one key space).
+pub const UNFUSED_KEY: u64 = blaze_ir::store_key::UNFUSED;
 
 /// Fusion off, in this process: every segment explored under it runs operation by operation
 /// through Burn's unfused path and nothing is cached, exactly as under

@@ -4,7 +4,7 @@ Inside one process on the H200 the step time switches for seconds between a floo
 stretches, in every arm alike (results/h200/2026-12-01-s5/call1-overhead), so a process is
 compared with another by its floor rather than its median.
 """
-import math, re
+import math, os, re, shutil, subprocess
 
 FLOOR = 0.1
 
@@ -40,11 +40,14 @@ def t975(df):
     return T975[df - 1] if df <= len(T975) else 1.96 + 2.4 / df
 
 
-def binom_half_cdf(k, n):
-    return sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+def blazec():
+    """The blazec binary: $BLAZEC, else one on the PATH, else the campaign's /tmp/blazec."""
+    return os.environ.get("BLAZEC") or shutil.which("blazec") or "/tmp/blazec"
 
 def sign_interval(d, alpha=0.05):
-    d, n, l = sorted(d), len(d), 0
-    while l < n // 2 and 2 * binom_half_cdf(l, n) <= alpha:
-        l += 1
-    return (d[l - 1], d[n - l]) if l else (-math.inf, math.inf)
+    """The sign-test interval for the median of d, from `blazec stats` (the rule every race
+    uses; no copy of it here)."""
+    out = subprocess.run([blazec(), "stats", "--level", str(1 - alpha)], input=" ".join(map(repr, d)),
+                         capture_output=True, text=True, check=True).stdout
+    fields = dict(kv.split("=", 1) for kv in out.split())
+    return float(fields["lo"]), float(fields["hi"])

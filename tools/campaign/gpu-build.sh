@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ./vendor/setup.sh >/dev/null
 export CARGO_TARGET_DIR="${GPU_TARGET_DIR:-/var/tmp/blaze-target-vk}"
-pkgs=(-p blaze-compiler -p blaze-overhead --features blaze-compiler/vulkan,blaze-overhead/vulkan)
+pkgs=(-p blazec -p blaze-overhead --features blazec/vulkan,blazec/faults,blaze-overhead/vulkan)
 mkdir -p .gpu .gpu-overhead
 pack() { strip -o "/tmp/$2.stripped" "$CARGO_TARGET_DIR/release/$1"; xz -T2 -6 -c "/tmp/$2.stripped" > "$3/$2.xz"; }
 

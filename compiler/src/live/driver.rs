@@ -12,7 +12,7 @@
 //!    doubles with every clean check, a *check* races the winner (as reference) against the
 //!    runner-up only. A runner-up faster with confidence reopens selection over every arm
 //!    (and the delay starts again); otherwise the check is clean.
-use crate::tune::race::{BURN, Entrant, RaceRules, RaceState, Standing, Stop, Verdict};
+use crate::tune::race::{BURN, Candidate, RaceRules, RaceState, Standing, Stop, Verdict};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -219,15 +219,15 @@ impl Driver {
 
     fn selection_race(&self, now: Duration) -> Race {
         let arms: Vec<usize> = (0..self.arms_total).collect();
-        let entrants: Vec<Entrant> = (1..self.arms_total).map(|id| Entrant { id, can_win: self.can_win[id] }).collect();
-        Race::new(RaceState::new(&entrants, &self.schedule.select), arms, now, false)
+        let candidates: Vec<Candidate> = (1..self.arms_total).map(|id| Candidate { id, can_win: self.can_win[id] }).collect();
+        Race::new(RaceState::new(&candidates, &self.schedule.select), arms, now, false)
     }
 
     /// The winner as reference (race id 0), the runner-up as the one challenger (race id 1).
     fn check_race(&self, now: Duration) -> Race {
         let rules = &self.schedule.check;
         Race::new(
-            RaceState::new(&[Entrant { id: 1, can_win: true }], rules),
+            RaceState::new(&[Candidate { id: 1, can_win: true }], rules),
             vec![self.winner, self.runner_up],
             now,
             true,

@@ -16,13 +16,12 @@
 //! instances are dropped before the first real step, so they do not disturb training (beyond
 //! the time they take, which the report counts as preparation). The user's own steps then run
 //! under arms that all compute Burn's numbers within that tolerance.
-pub mod command;
 pub mod driver;
 pub mod report;
 
 use crate::candidate::Candidate;
-use crate::confirm::{executed_partitions, group_by_fingerprint, install};
-use crate::tracing::{TraceOptions, trace};
+use crate::confirm::{confirm, install};
+use crate::tracer::{TraceOptions, trace};
 use crate::tune::verify::{VerifyOutcome, verify};
 use blaze_ir::plan::Regime;
 use blaze_runtime::{Model, ModelFactory, StepOutput};
@@ -222,7 +221,8 @@ fn prepare(
 ) -> anyhow::Result<(Vec<Candidate>, Vec<Arm>, Vec<Arm>)> {
     progress("live: trace");
     let traced = trace(factory, &TraceOptions::new(regime, 3))?;
-    let (requested, canon) = crate::space::candidates(&traced, opts.cut_arms + 1, opts.seed);
+    let enumeration = crate::space::Enumeration::Sampled { budget: opts.cut_arms + 1, seed: opts.seed };
+    let (requested, canon) = crate::space::request(&traced, enumeration);
     let mut cands = vec![Candidate::new(0, vec![])];
     if let Some(path) = &opts.bundle {
         match shipped_entry(path, &traced) {
@@ -242,10 +242,9 @@ fn prepare(
     progress(&format!("live: confirm {} arms", cands.len()));
     let mut side = factory.build(regime).map_err(anyhow::Error::msg)?;
     let refs: Vec<&Candidate> = cands.iter().collect();
-    let parts = executed_partitions(side.as_mut(), &refs, |_, _| {});
+    let confirmed = confirm(side.as_mut(), &refs, |_, _| {});
     drop(side);
-    let ids: Vec<usize> = cands.iter().map(|c| c.id).collect();
-    let mut kept: Vec<Candidate> = group_by_fingerprint(&ids, &parts).iter().map(|g| cands[g[0]].clone()).collect();
+    let mut kept: Vec<Candidate> = confirmed.survivors().into_iter().map(|id| cands[id].clone()).collect();
     kept.sort_by_key(|c| c.id);
     let (mut arms, mut refused, mut out) = (Vec::new(), Vec::new(), Vec::new());
     for c in kept {
@@ -256,7 +255,7 @@ fn prepare(
             verify(factory, regime, &c, false)
         };
         let keep = c.is_burn() || matches!(outcome, VerifyOutcome::Verified { .. });
-        let arm = Arm { text: c.to_text(), verify: format!("{outcome:?}") };
+        let arm = Arm::new(c.to_text(), outcome);
         if keep {
             arms.push(arm);
             out.push(c);

@@ -2,8 +2,9 @@
 //! (selection window, slower arms during it, checks, break-even). Written as RON by
 //! `blazec live -o`, printed as a table at the end of the run.
 use super::driver::{Driver, Event, Schedule, What};
-use crate::tune::stats::{PROTOCOL, Summary};
-use blaze_ir::plan::DeviceInfo;
+use crate::stats::Summary;
+use crate::tune::measure::PROTOCOL;
+use blaze_ir::plan::{DeviceInfo, VerifyOutcome};
 use blaze_runtime::Description;
 use serde::{Deserialize, Serialize};
 
@@ -14,7 +15,29 @@ pub const LIVE_PROTOCOL: &str = "blaze-live/1 (races: blaze-measure/3)";
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Arm {
     pub text: String,
+    /// Reports written before 2026-12-04: the gate's outcome as Debug text (see
+    /// [`Arm::verification`]); newer ones leave it out.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub verify: String,
+    /// The verification gate's outcome on side instances.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification: Option<VerifyOutcome>,
+}
+
+impl Arm {
+    pub fn new(text: String, outcome: VerifyOutcome) -> Self {
+        Arm { text, verify: String::new(), verification: Some(outcome) }
+    }
+
+    /// The gate's outcome, from the typed record or from an older report's text.
+    pub fn verification(&self) -> Option<VerifyOutcome> {
+        self.verification.clone().or_else(|| VerifyOutcome::from_debug_text(&self.verify))
+    }
+
+    /// The outcome as the report's table says it.
+    fn verify_text(&self) -> String {
+        self.verification().map_or_else(|| self.verify.clone(), |v| v.to_string())
+    }
 }
 
 /// One arm's use during the run.
@@ -135,13 +158,13 @@ impl LiveReport {
                 "| {} | {} | {} | {} | {} |\n",
                 u.arm,
                 a.text,
-                a.verify,
+                a.verify_text(),
                 u.steps,
                 u.median_ms.map_or("–".into(), |m| format!("{m:.3}"))
             );
         }
         for a in &self.refused {
-            out += &format!("| – | {} | {} (refused: never ran) | 0 | – |\n", a.text, a.verify);
+            out += &format!("| – | {} | {} (never ran) | 0 | – |\n", a.text, a.verify_text());
         }
         out += "\n";
         for e in &self.events {

@@ -6,7 +6,7 @@
 //! block's ends; the sample is the block's time per step. Blocks are sized from Burn's plan's
 //! step time after settling so that a visit lasts at least [`MIN_VISIT`]: a sample is then an
 //! average over several steps rather than one step with its occasional 2-3x outliers.
-use super::race::{Entrant, Race, RaceRules, Visitor, race};
+use super::race::{Race, RaceRules, Visitor, race};
 use crate::candidate::Candidate;
 use crate::confirm::install;
 use crate::drive::{SETTLE, Settle, settle, timed_step};
@@ -14,6 +14,17 @@ use blaze_runtime::{Model, Recording, activate_burn_default};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
+
+/// The protocol every result records; change it only with a new version.
+/// Version 2 added the settling time after warm-up; version 3 replaced "beats the median by
+/// more than the wider IQR" by paired racing. Older results files are read as they are.
+pub const PROTOCOL: &str = "blaze-measure/3: whole steps, device synced at the ends of each timed block; warm-up untimed, then 1 s of untimed settling; \
+a visit = 1 untimed step (plan switch) + a block of consecutive steps lasting >= 50 ms (sized from Burn's step time), sample = ms per step; \
+Burn's plan and every candidate (fusion off included, in-process) visited in each round, start rotating; \
+per candidate the median of per-round ln(candidate / Burn) with a sign-test interval; \
+looks at rounds min*1.5^k, alpha 0.05 split over the looks, Holm across candidates; \
+slower with confidence: dropped; interval within 1 +- min effect: equivalent, dropped; \
+faster with confidence by >= min effect (default 1 %): winner, verified before it is kept; otherwise not separated";
 
 /// Shortest timed block per visit.
 pub const MIN_VISIT: Duration = Duration::from_millis(50);
@@ -23,14 +34,13 @@ pub const SIZING_STEPS: usize = 5;
 
 /// The median of [`SIZING_STEPS`] timed steps, ms, and those steps' losses.
 pub fn median_step_ms(model: &mut dyn Model) -> (f64, Vec<f32>) {
-    let (mut times, losses): (Vec<f64>, Vec<f32>) = (0..SIZING_STEPS)
+    let (times, losses): (Vec<f64>, Vec<f32>) = (0..SIZING_STEPS)
         .map(|_| {
             let (ms, out) = timed_step(model);
             (ms, out.loss)
         })
         .unzip();
-    times.sort_by(f64::total_cmp);
-    (times[SIZING_STEPS / 2], losses)
+    (crate::stats::median(&times), losses)
 }
 
 /// Steps in a timed block so that a visit lasts at least [`MIN_VISIT`].
@@ -222,9 +232,10 @@ pub fn race_with_captured_model<'a>(
     slowdown: Option<Slowdown>,
     progress: impl FnMut(u32, usize),
 ) -> Result<(Race, VisitShape, u64), String> {
-    let entrants: Vec<Entrant> = candidates[1..].iter().map(|c| Entrant { id: c.id, can_win: can_win(c) }).collect();
+    let racing: Vec<super::race::Candidate> =
+        candidates[1..].iter().map(|c| super::race::Candidate { id: c.id, can_win: can_win(c) }).collect();
     let mut visitor = DeviceVisitor::with_captured_model(model, captured_model, candidates, slowdown);
-    let result = race(&entrants, &mut visitor, rules, progress);
+    let result = race(&racing, &mut visitor, rules, progress);
     let (shape, steps) = (visitor.shape.clone(), visitor.steps);
     activate_burn_default();
     Ok((result?, shape, steps))

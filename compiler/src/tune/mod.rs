@@ -4,25 +4,23 @@
 //! faster with confidence by the minimum effect and it verifies.
 pub mod journal;
 pub mod measure;
-pub mod paired;
 pub mod processes;
 pub mod race;
 pub mod report;
-pub mod stats;
 pub mod supervise;
 pub mod table;
 pub mod verify;
 
 use crate::candidate::Candidate;
-use crate::confirm::{executed_partitions, group_by_key};
-use crate::space::candidates;
-use crate::tracing::{TraceOptions, trace};
+use crate::confirm::{confirm, executed_partitions};
+use crate::space::{Enumeration, request};
+use crate::tracer::{TraceOptions, trace};
 use blaze_ir::plan::{DeviceInfo, Measurements, PlanStore, Regime, Settings};
-use blaze_runtime::ModelFactory;
+use blaze_runtime::{Model, ModelFactory};
 use measure::VisitShape;
 use race::{Race, RaceRules, Standing, Verdict};
 use serde::{Deserialize, Serialize};
-use stats::Summary;
+use crate::stats::Summary;
 use std::time::Instant;
 use verify::VerifyOutcome;
 
@@ -159,156 +157,256 @@ pub struct TuneResult {
     pub plan: Option<blaze_ir::PlanFile>,
 }
 
+/// Runs one tune: trace → request → confirm → race → select (and verify) → result, one
+/// [`Tune`] method per stage.
 pub fn tune(
     factory: &dyn ModelFactory,
     opts: &TuneOptions,
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<TuneResult> {
-    let start = Instant::now();
-    progress("trace");
-    let traced = trace(factory, &TraceOptions::new(opts.regime, opts.warmup))?;
-    let trace_s = start.elapsed().as_secs_f64();
+    let mut t = Tune { factory, opts, progress, start: Instant::now() };
+    let traced = t.trace()?;
     let mut model = factory.build(opts.regime).map_err(anyhow::Error::msg)?;
-    let (mut cands, canon) = match opts.greedy {
-        None if opts.classes => crate::space::class_candidates(&traced, opts.budget),
-        None => candidates(&traced, opts.budget, opts.seed),
-        Some(g) => {
-            let units = match opts.classes {
-                true => crate::classes::classes(&traced).into_iter().map(|c| c.members).collect(),
-                false => crate::greedy::single_cuts(&traced.live_cut_points()),
-            };
-            greedy_candidates(model.as_mut(), &units, g, &opts.rules, progress)
-        }
-    };
-    // Settings candidates come after the cut candidates (ids stay stable for the journal) and
-    // bypass the e-graph, which reasons about cuts only; confirm still collapses a width that
-    // executes Burn's partition.
-    let first_setting = cands.len();
-    cands.extend(settings_candidates(first_setting, &opts.max_blocks, opts.by_position));
-    let mut rep_ids: Vec<usize> = canon.representatives().into_iter().chain(first_setting..cands.len()).collect();
-    if opts.cuts_per_width > 0 && opts.greedy.is_none() {
-        for &width in &opts.max_blocks {
-            progress(&format!("trace at beam width {width}"));
-            rep_ids.extend(cuts_on_width(factory, opts, width, &mut cands)?);
-        }
-    }
-    let left_out = |id: usize| opts.broken.iter().any(|(b, _)| *b == id);
-    let reps: Vec<&Candidate> = rep_ids.into_iter().map(|i| &cands[i]).filter(|c| !left_out(c.id)).collect();
-
-    let warm = Instant::now();
-    let parts = executed_partitions(model.as_mut(), &reps, |i, n| progress(&format!("confirm {}/{n}", i + 1)));
-    let ids: Vec<usize> = reps.iter().map(|c| c.id).collect();
-    let keys: Vec<String> = reps.iter().zip(&parts).map(|(c, p)| confirm_key(c, p)).collect();
-    let groups = group_by_key(&ids, &keys);
-    let mut racers: Vec<&Candidate> = groups.iter().map(|g| &cands[g[0]]).collect();
-    let off = Candidate::fusion_off(cands.len());
-    let off_arm = (!left_out(off.id)).then(|| fusion_off_arm(model.as_mut(), &off, opts.fusion_off.as_ref()));
-    if off_arm.is_some() {
-        racers.push(&off);
-    }
-    let warmup_s = warm.elapsed().as_secs_f64();
-
-    progress(&format!("{} survivors of {} requested, and fusion off; racing", racers.len() - 1, cands.len()));
-    let race_start = Instant::now();
-    let max = opts.rules.max_rounds;
-    let (race, shape, steps) = measure::race_on_device(
-        model.as_mut(),
-        &racers,
-        |c| !c.unfused,
-        &opts.rules,
-        opts.slowdown,
-        |r, n| progress(&format!("round {r}/{max} ({n} racing)")),
-    )
-    .map_err(anyhow::Error::msg)?;
-    let race_s = race_start.elapsed().as_secs_f64();
-    let mut timed = timed_of(&racers, &race);
-    progress("select and verify");
-    let first = select(factory, opts, &cands, &race, &mut timed, progress);
-    let requested = cands.len();
-    let (mut captured_race, mut captured_visit) = (None, None);
-    let (selected, selection, verify) = match opts.captured {
-        false => first,
-        true => {
-            // Captured candidates take the ids after the fusion-off arm's.
-            cands.push(off.clone());
-            let (selection, race, shape) =
-                race_captured(factory, opts, model.as_mut(), &mut cands, first, &mut timed, progress)?;
-            (captured_race, captured_visit) = (Some(race), Some(shape));
-            selection
-        }
-    };
+    let mut space = t.request(&traced, model.as_mut())?;
+    let confirmed = t.confirm(model.as_mut(), &space);
+    let mut raced = t.race(model.as_mut(), &space, &confirmed)?;
+    let chosen = t.select(model.as_mut(), &mut space, &mut raced)?;
     drop(model);
-    let window_s = start.elapsed().as_secs_f64();
+    Ok(t.result(traced, space, confirmed, raced, chosen))
+}
 
-    let median_of = |id: usize| timed.iter().find(|t| t.id == id).map(|t| t.summary.median);
-    let (burn, kept, off_ms) = (median_of(0), median_of(selected), median_of(off.id));
-    let steps_in_window = steps as f64 + (requested as f64) * 3.0;
-    let break_even = |slow: Option<f64>| -> Option<(f64, f64)> {
-        let (slow, fast) = (slow?, kept?);
-        (slow > fast).then(|| {
-            let excess_s = (window_s - steps_in_window * fast / 1e3).max(0.0);
-            let n = excess_s / ((slow - fast) / 1e3);
-            (n, n * fast / 1e3 / 60.0)
-        })
-    };
-    let stock = burn.map(|b| off_ms.map_or(b, |o| b.min(o)));
-    let spread = timed.iter().find(|t| t.id == selected).map_or(f64::NAN, |t| t.summary.spread());
-    let mut plan = traced.plan(cands[selected].cuts.clone()).with_settings(cands[selected].settings);
-    plan.measurements = Some(Measurements {
-        protocol: stats::PROTOCOL.into(),
-        results_file: opts.results_file.clone(),
-        default_ms: burn.unwrap_or(f64::NAN),
-        fusion_off_ms: off_ms,
-        plan_ms: kept.unwrap_or(f64::NAN),
-        spread_ms: spread,
-        verify: format!("{verify:?}"),
-        selection: selection.clone(),
-    });
-    Ok(TuneResult {
-        model: traced.model.clone(),
-        regime: traced.regime.to_string(),
-        shapes: traced.shapes.clone(),
-        device: traced.device.clone(),
-        burn_version: traced.burn_version.clone(),
-        commit: option_env!("BLAZE_COMMIT").unwrap_or("unknown").into(),
-        date: crate::files::now_utc(),
-        protocol: stats::PROTOCOL.into(),
-        results_file: opts.results_file.clone(),
-        requested,
-        collapsed_by_egraph: canon.collapsed(),
-        collapsed_by_confirm: groups.iter().map(|g| g.len() - 1).sum(),
-        broken: opts
-            .broken
-            .iter()
-            .cloned()
-            .chain(race.standings.iter().filter_map(|s| match &s.verdict {
-                Verdict::Broken(why) => Some((s.id, why.clone())),
-                _ => None,
-            }))
-            .collect(),
-        fusion_off: None,
-        selected,
-        selected_text: cands[selected].to_text(),
-        selection,
-        verify,
-        warmup_s,
-        window_s,
-        break_even_default: break_even(burn),
-        break_even_stock: break_even(stock),
-        fusion_off_arm: off_arm,
-        fusion_off_child: opts.fusion_off.clone(),
-        race_stop: race.stop_text(),
-        visit: Some(shape),
-        autotune_cache: opts.autotune_cache.clone(),
-        trace_s,
-        race_s,
-        race: Some(race),
-        timed,
-        process_race: None,
-        captured_race,
-        captured_visit,
-        plan: Some(plan),
-    })
+/// One tune in progress: what every stage needs.
+struct Tune<'a> {
+    factory: &'a dyn ModelFactory,
+    opts: &'a TuneOptions,
+    progress: &'a mut dyn FnMut(&str),
+    start: Instant,
+}
+
+/// The traced step and how long tracing took (compilation, autotune, Burn's exploration).
+struct Traced {
+    trace: blaze_ir::Trace,
+    trace_s: f64,
+}
+
+/// The requested candidates (cut plans, then settings, then cuts at other widths), the
+/// e-graph's groups of the cut plans, and the ids confirm runs.
+struct Space {
+    cands: Vec<Candidate>,
+    canon: crate::canon::Canonical,
+    to_confirm: Vec<usize>,
+}
+
+/// Confirm's groups and the racers: one per group, and the fusion-off arm when it runs.
+struct Confirmed {
+    groups: Vec<Vec<usize>>,
+    racers: Vec<Candidate>,
+    off: Candidate,
+    off_arm: Option<FusionOffArm>,
+    warmup_s: f64,
+}
+
+/// The race and what it measured.
+struct Raced {
+    race: Race,
+    shape: VisitShape,
+    steps: u64,
+    race_s: f64,
+    timed: Vec<Timed>,
+}
+
+/// What was kept and why, with the captured race when there was one.
+struct Chosen {
+    selected: usize,
+    selection: String,
+    verify: VerifyOutcome,
+    captured_race: Option<Race>,
+    captured_visit: Option<VisitShape>,
+    window_s: f64,
+}
+
+impl Tune<'_> {
+    fn left_out(&self, id: usize) -> bool {
+        self.opts.broken.iter().any(|(b, _)| *b == id)
+    }
+
+    fn trace(&mut self) -> anyhow::Result<Traced> {
+        (self.progress)("trace");
+        let trace = trace(self.factory, &TraceOptions::new(self.opts.regime, self.opts.warmup))?;
+        Ok(Traced { trace, trace_s: self.start.elapsed().as_secs_f64() })
+    }
+
+    /// Enumerate and canonicalise (or, greedy, race single cuts round by round), then the
+    /// settings candidates and the cut plans at other widths.
+    fn request(&mut self, traced: &Traced, model: &mut dyn Model) -> anyhow::Result<Space> {
+        let (opts, trace) = (self.opts, &traced.trace);
+        let (mut cands, canon) = match opts.greedy {
+            None if opts.classes => request(trace, Enumeration::Classes { budget: opts.budget }),
+            None => request(trace, Enumeration::Sampled { budget: opts.budget, seed: opts.seed }),
+            Some(g) => {
+                let units = match opts.classes {
+                    true => crate::classes::classes(trace).into_iter().map(|c| c.members).collect(),
+                    false => crate::greedy::single_cuts(&trace.live_cut_points()),
+                };
+                greedy_candidates(model, &units, g, &opts.rules, self.progress)
+            }
+        };
+        // Settings candidates come after the cut candidates (ids stay stable for the journal) and
+        // bypass the e-graph, which reasons about cuts only; confirm still collapses a width that
+        // executes Burn's partition.
+        let first_setting = cands.len();
+        cands.extend(settings_candidates(first_setting, &opts.max_blocks, opts.by_position));
+        let mut to_confirm: Vec<usize> = canon.representatives().into_iter().chain(first_setting..cands.len()).collect();
+        if opts.cuts_per_width > 0 && opts.greedy.is_none() {
+            for &width in &opts.max_blocks {
+                (self.progress)(&format!("trace at beam width {width}"));
+                to_confirm.extend(cuts_on_width(self.factory, opts, width, &mut cands)?);
+            }
+        }
+        to_confirm.retain(|&id| !self.left_out(id));
+        Ok(Space { cands, canon, to_confirm })
+    }
+
+    /// Each requested candidate run once; one racer per group of those that executed alike.
+    fn confirm(&mut self, model: &mut dyn Model, space: &Space) -> Confirmed {
+        let warm = Instant::now();
+        let reps: Vec<&Candidate> = space.to_confirm.iter().map(|&i| &space.cands[i]).collect();
+        let progress = &mut *self.progress;
+        let confirmed = confirm(model, &reps, |i, n| progress(&format!("confirm {}/{n}", i + 1)));
+        let mut racers: Vec<Candidate> = confirmed.survivors().into_iter().map(|id| space.cands[id].clone()).collect();
+        let off = Candidate::fusion_off(space.cands.len());
+        let off_arm = (!self.left_out(off.id)).then(|| fusion_off_arm(model, &off, self.opts.fusion_off.as_ref()));
+        if off_arm.is_some() {
+            racers.push(off.clone());
+        }
+        Confirmed { groups: confirmed.groups, racers, off, off_arm, warmup_s: warm.elapsed().as_secs_f64() }
+    }
+
+    fn race(&mut self, model: &mut dyn Model, space: &Space, confirmed: &Confirmed) -> anyhow::Result<Raced> {
+        let racers: Vec<&Candidate> = confirmed.racers.iter().collect();
+        (self.progress)(&format!(
+            "{} survivors of {} requested, and fusion off; racing",
+            racers.len() - 1,
+            space.cands.len()
+        ));
+        let race_start = Instant::now();
+        let max = self.opts.rules.max_rounds;
+        let progress = &mut *self.progress;
+        let (race, shape, steps) = measure::race_on_device(
+            model,
+            &racers,
+            |c| !c.unfused,
+            &self.opts.rules,
+            self.opts.slowdown,
+            |r, n| progress(&format!("round {r}/{max} ({n} racing)")),
+        )
+        .map_err(anyhow::Error::msg)?;
+        let timed = timed_of(&racers, &race);
+        Ok(Raced { race, shape, steps, race_s: race_start.elapsed().as_secs_f64(), timed })
+    }
+
+    /// The race's winner verified (or Burn's plan); with `--captured`, a second race of
+    /// captured execution decides.
+    fn select(&mut self, model: &mut dyn Model, space: &mut Space, raced: &mut Raced) -> anyhow::Result<Chosen> {
+        (self.progress)("select and verify");
+        let (opts, factory) = (self.opts, self.factory);
+        let first = select(factory, opts, &space.cands, &raced.race, &mut raced.timed, self.progress);
+        let (mut captured_race, mut captured_visit) = (None, None);
+        let (selected, selection, verify) = match opts.captured {
+            false => first,
+            true => {
+                // Captured candidates take the ids after the fusion-off arm's.
+                space.cands.push(Candidate::fusion_off(space.cands.len()));
+                let (selection, race, shape) =
+                    race_captured(factory, opts, model, &mut space.cands, first, &mut raced.timed, self.progress)?;
+                (captured_race, captured_visit) = (Some(race), Some(shape));
+                selection
+            }
+        };
+        let window_s = self.start.elapsed().as_secs_f64();
+        Ok(Chosen { selected, selection, verify, captured_race, captured_visit, window_s })
+    }
+
+    /// The plan file and the results, with break-even against Burn's plan and the faster stock
+    /// setting.
+    fn result(&self, traced: Traced, space: Space, confirmed: Confirmed, raced: Raced, chosen: Chosen) -> TuneResult {
+        let (opts, traced_trace) = (self.opts, &traced.trace);
+        let Chosen { selected, selection, verify, captured_race, captured_visit, window_s } = chosen;
+        let Raced { race, shape, steps, race_s, timed } = raced;
+        // Requested: the candidates before the captured race added its own.
+        let requested = confirmed.off.id;
+        let median_of = |id: usize| timed.iter().find(|t| t.id == id).map(|t| t.summary.median);
+        let (burn, kept, off_ms) = (median_of(0), median_of(selected), median_of(confirmed.off.id));
+        let steps_in_window = steps as f64 + (requested as f64) * 3.0;
+        let break_even = |slow: Option<f64>| -> Option<(f64, f64)> {
+            let (slow, fast) = (slow?, kept?);
+            (slow > fast).then(|| {
+                let excess_s = (window_s - steps_in_window * fast / 1e3).max(0.0);
+                let n = excess_s / ((slow - fast) / 1e3);
+                (n, n * fast / 1e3 / 60.0)
+            })
+        };
+        let stock = burn.map(|b| off_ms.map_or(b, |o| b.min(o)));
+        let spread = timed.iter().find(|t| t.id == selected).map_or(f64::NAN, |t| t.summary.spread());
+        let cands = &space.cands;
+        let mut plan = traced_trace.plan(cands[selected].cuts.clone()).with_settings(cands[selected].settings);
+        plan.measurements = Some(Measurements {
+            protocol: measure::PROTOCOL.into(),
+            results_file: opts.results_file.clone(),
+            default_ms: burn.unwrap_or(f64::NAN),
+            fusion_off_ms: off_ms,
+            plan_ms: kept.unwrap_or(f64::NAN),
+            spread_ms: spread,
+            verify: String::new(),
+            verification: Some(verify.clone()),
+            selection: selection.clone(),
+        });
+        TuneResult {
+            model: traced_trace.model.clone(),
+            regime: traced_trace.regime.to_string(),
+            shapes: traced_trace.shapes.clone(),
+            device: traced_trace.device.clone(),
+            burn_version: traced_trace.burn_version.clone(),
+            commit: option_env!("BLAZE_COMMIT").unwrap_or("unknown").into(),
+            date: crate::files::now_utc(),
+            protocol: measure::PROTOCOL.into(),
+            results_file: opts.results_file.clone(),
+            requested,
+            collapsed_by_egraph: space.canon.collapsed(),
+            collapsed_by_confirm: confirmed.groups.iter().map(|g| g.len() - 1).sum(),
+            broken: opts
+                .broken
+                .iter()
+                .cloned()
+                .chain(race.standings.iter().filter_map(|s| match &s.verdict {
+                    Verdict::Broken(why) => Some((s.id, why.clone())),
+                    _ => None,
+                }))
+                .collect(),
+            fusion_off: None,
+            selected,
+            selected_text: cands[selected].to_text(),
+            selection,
+            verify,
+            warmup_s: confirmed.warmup_s,
+            window_s,
+            break_even_default: break_even(burn),
+            break_even_stock: break_even(stock),
+            fusion_off_arm: confirmed.off_arm,
+            fusion_off_child: opts.fusion_off.clone(),
+            race_stop: race.stop_text(),
+            visit: Some(shape),
+            autotune_cache: opts.autotune_cache.clone(),
+            trace_s: traced.trace_s,
+            race_s,
+            race: Some(race),
+            timed,
+            process_race: None,
+            captured_race,
+            captured_visit,
+            plan: Some(plan),
+        }
+    }
 }
 
 /// Every raced candidate's samples, summary and standing against Burn's plan.
@@ -394,7 +492,7 @@ fn race_captured(
                 format!("c{} {}; {} (captured race); first race: {}", w.id, w.describe(), race.stop_text(), first.1);
             return Ok(((w.id, why, v), race, shape));
         }
-        t.outcome = format!("refused by the captured gate: {v:?} ({})", w.describe());
+        t.outcome = format!("refused by the captured gate: {v} ({})", w.describe());
     }
     Ok((first, race, shape))
 }
@@ -410,7 +508,8 @@ fn cuts_on_width(
     cands: &mut Vec<Candidate>,
 ) -> anyhow::Result<Vec<usize>> {
     let traced = trace(factory, &TraceOptions { regime: opts.regime, warmup: opts.warmup, max_blocks: Some(width) })?;
-    let (requested, canon) = candidates(&traced, opts.cuts_per_width + 1, opts.seed ^ u64::from(width));
+    let (requested, canon) =
+        request(&traced, Enumeration::Sampled { budget: opts.cuts_per_width + 1, seed: opts.seed ^ u64::from(width) });
     let settings = blaze_ir::plan::Settings::beam_width(Some(width));
     let chosen: Vec<usize> = canon
         .representatives()
@@ -429,14 +528,6 @@ fn cuts_on_width(
 }
 
 /// One candidate per beam width: Burn's search at that width, no cuts.
-/// What confirm collapses on: the executed partition, and for a width alone whether it caches
-/// by position (the same kernels, other host work: not the same plan). Cut plans cache by
-/// position anyway.
-fn confirm_key(candidate: &Candidate, partition: &blaze_ir::ExecutedPartition) -> String {
-    let by_position = candidate.cuts.is_empty() && candidate.settings.caches_by_position(false);
-    format!("{}{}", partition.fingerprint(), if by_position { ";position" } else { "" })
-}
-
 pub fn settings_candidates(first_id: usize, widths: &[u32], by_position: bool) -> Vec<Candidate> {
     let stores: &[Option<PlanStore>] = if by_position { &[None, Some(PlanStore::ByPosition)] } else { &[None] };
     let settings = widths
@@ -481,7 +572,7 @@ fn select(
             t.outcome = format!("kept: {}; verified", w.describe());
             return (w.id, format!("c{} {}; {}", w.id, w.describe(), race.stop_text()), v);
         }
-        t.outcome = format!("refused by verify: {v:?} ({})", w.describe());
+        t.outcome = format!("refused by verify: {v} ({})", w.describe());
         first_refusal.get_or_insert(v);
     }
     let why = match first_refusal {

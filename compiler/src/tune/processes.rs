@@ -18,7 +18,7 @@
 //! same seed, so its losses must equal the reference's: an arm whose losses differ is not kept.
 //!
 //! Nothing here touches a device: the servers do, in their processes.
-use super::race::{BURN, Entrant, Race, RaceRules, Standing, Verdict, Visitor, race};
+use super::race::{BURN, Candidate, Race, RaceRules, Standing, Verdict, Visitor, race};
 use blaze_runtime::settings::MAX_TASKS_ENV;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -239,16 +239,16 @@ pub fn race_across_processes(
     let start_s = start.elapsed().as_secs_f64();
     let step_ms = out[0].ready_step_ms;
     let steps_per_visit = super::measure::steps_per_visit(step_ms);
-    let entrants: Vec<Entrant> = out
+    let candidates: Vec<Candidate> = out
         .iter()
         .filter(|a| a.id != BURN && servers.contains_key(&a.id))
-        .map(|a| Entrant { id: a.id, can_win: !a.control && a.losses_match })
+        .map(|a| Candidate { id: a.id, can_win: !a.control && a.losses_match })
         .collect();
     progress(&format!("{} processes ready in {start_s:.0} s; racing across processes", servers.len()));
     let mut visitor = ServerVisitor { servers, steps_per_visit, timeout: cmd.timeout, tick };
     let race_start = Instant::now();
     let max = rules.max_rounds;
-    let raced = race(&entrants, &mut visitor, rules, |r, n| {
+    let raced = race(&candidates, &mut visitor, rules, |r, n| {
         progress(&format!("across processes: round {r}/{max} ({n} racing)"))
     });
     let race_s = race_start.elapsed().as_secs_f64();

@@ -1,5 +1,5 @@
 //! The race of protocol blaze-measure/3: candidates and Burn's plan visited in rounds, each
-//! candidate judged by its paired ratio to Burn's plan ([`paired`]), decided as soon as the
+//! candidate judged by its paired ratio to Burn's plan ([`crate::stats`]), decided as soon as the
 //! evidence allows, stopped by one of four named rules.
 //!
 //! Error control. A race looks at its data only at scheduled rounds (`min_rounds`, then
@@ -15,7 +15,7 @@
 //! not a plan); the race stops at the first winner. Equivalent (interval inside
 //! `1 ± min_effect`): dropped, no practical difference. Otherwise it races on; when the race
 //! ends it is "not separated", never a tie.
-use super::paired::{holm, median, median_interval, sign_test_p};
+use crate::stats::{holm, median, median_interval, sign_test_p};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -151,7 +151,7 @@ impl Race {
         self.stop_text_against("Burn's plan", 'c')
     }
 
-    /// [`Self::stop_text`] for a race whose reference is `reference` and whose entrants are
+    /// [`Self::stop_text`] for a race whose reference is `reference` and whose candidates are
     /// named `<prefix><id>`.
     pub fn stop_text_against(&self, reference: &str, prefix: char) -> String {
         match &self.stop {
@@ -196,22 +196,23 @@ pub trait Visitor {
     fn visit(&mut self, id: usize) -> Result<f64, String>;
 }
 
-/// A candidate entering the race (Burn's plan is implied and always visited).
+/// A candidate as the race sees it: its id (`crate::candidate::Candidate::id`) and whether it
+/// may win (fusion off races but is never kept). Burn's plan is implied and always visited.
 #[derive(Clone, Copy, Debug)]
-pub struct Entrant {
+pub struct Candidate {
     pub id: usize,
     pub can_win: bool,
 }
 
-/// Runs a race of `entrants` against Burn's plan. Fails only when Burn's plan itself fails.
+/// Runs a race of `candidates` against Burn's plan. Fails only when Burn's plan itself fails.
 pub fn race(
-    entrants: &[Entrant],
+    candidates: &[Candidate],
     visitor: &mut dyn Visitor,
     rules: &RaceRules,
     mut progress: impl FnMut(u32, usize),
 ) -> Result<Race, String> {
     let start = Instant::now();
-    let mut state = RaceState::new(entrants, rules);
+    let mut state = RaceState::new(candidates, rules);
     loop {
         let order = state.next_round();
         progress(state.round() + 1, order.len() - 1);
@@ -236,7 +237,7 @@ pub struct RaceState {
     rules: RaceRules,
     looks: Vec<u32>,
     alpha_look: f64,
-    entrants: usize,
+    candidates: usize,
     standings: Vec<Standing>,
     rounds: Vec<Vec<(usize, f64)>>,
     looks_done: Vec<u32>,
@@ -245,14 +246,14 @@ pub struct RaceState {
 }
 
 impl RaceState {
-    pub fn new(entrants: &[Entrant], rules: &RaceRules) -> Self {
+    pub fn new(candidates: &[Candidate], rules: &RaceRules) -> Self {
         let looks = rules.looks();
         Self {
             rules: rules.clone(),
             alpha_look: rules.alpha / looks.len() as f64,
             looks,
-            entrants: entrants.len(),
-            standings: entrants.iter().map(|e| undecided(e.id, e.can_win)).collect(),
+            candidates: candidates.len(),
+            standings: candidates.iter().map(|e| undecided(e.id, e.can_win)).collect(),
             rounds: Vec::new(),
             looks_done: Vec::new(),
             rejected: 0,
@@ -291,7 +292,7 @@ impl RaceState {
         let scheduled = self.looks.get(self.looks_done.len()) == Some(&round);
         if scheduled || (out_of_time && self.looks_done.len() < self.looks.len()) {
             self.looks_done.push(round);
-            let family = self.entrants - self.rejected;
+            let family = self.candidates - self.rejected;
             self.rejected +=
                 look(&mut self.standings, &self.rounds, round, self.alpha_look, family, self.rules.min_effect);
             let min_effect = self.rules.min_effect;
@@ -356,7 +357,7 @@ fn log_ratios(rounds: &[Vec<(usize, f64)>], id: usize) -> Vec<f64> {
     log_ratios_against(rounds, id, BURN)
 }
 
-/// `ln(candidate / reference)` for every round where both were visited: any two entrants of a
+/// `ln(candidate / reference)` for every round where both were visited: any two candidates of a
 /// race are paired by round as each is with Burn's plan (`blazec table` pairs the kept plan
 /// with fusion off this way).
 pub fn log_ratios_against(rounds: &[Vec<(usize, f64)>], id: usize, reference: usize) -> Vec<f64> {
@@ -455,17 +456,17 @@ mod tests {
         }
     }
 
-    fn entrants(ids: &[usize]) -> Vec<Entrant> {
-        ids.iter().map(|&id| Entrant { id, can_win: true }).collect()
+    fn candidates(ids: &[usize]) -> Vec<Candidate> {
+        ids.iter().map(|&id| Candidate { id, can_win: true }).collect()
     }
 
     fn run(fake: &mut Fake, ids: &[usize], rules: &RaceRules) -> Race {
-        race(&entrants(ids), fake, rules, |_, _| {}).unwrap()
+        race(&candidates(ids), fake, rules, |_, _| {}).unwrap()
     }
 
     #[test]
-    fn any_two_entrants_pair_by_round_and_rounds_missing_either_are_skipped() {
-        // Round 2 did not visit entrant 3 (dropped), round 3 did not visit entrant 5.
+    fn any_two_candidates_pair_by_round_and_rounds_missing_either_are_skipped() {
+        // Round 2 did not visit candidate 3 (dropped), round 3 did not visit candidate 5.
         let rounds =
             vec![vec![(BURN, 10.0), (3, 9.0), (5, 12.0)], vec![(BURN, 10.0), (5, 11.0)], vec![(BURN, 20.0), (3, 16.0)]];
         let d = log_ratios_against(&rounds, 3, 5);
@@ -525,7 +526,7 @@ mod tests {
     #[test]
     fn the_fusion_off_arm_is_decided_but_never_wins() {
         let rules = RaceRules { budget: Duration::from_secs(3600), ..Default::default() };
-        let e = [Entrant { id: 1, can_win: false }];
+        let e = [Candidate { id: 1, can_win: false }];
         let raced = race(&e, &mut Fake::new(3, &[(1, 0.9)], 0.02), &rules, |_, _| {}).unwrap();
         assert_eq!(raced.standings[0].verdict, Verdict::Faster);
         assert_eq!(raced.stop, Stop::AllDecided);
@@ -560,7 +561,7 @@ mod tests {
         assert_eq!(raced.standings[1].verdict, Verdict::Slower);
         let mut fake = Fake::new(2, &[], 0.02);
         fake.broken = Some(BURN);
-        let err = race(&entrants(&[1]), &mut fake, &rules, |_, _| {}).unwrap_err();
+        let err = race(&candidates(&[1]), &mut fake, &rules, |_, _| {}).unwrap_err();
         assert!(err.contains("Burn's plan failed"), "{err}");
     }
 }

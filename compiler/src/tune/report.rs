@@ -94,7 +94,7 @@ pub fn markdown(r: &TuneResult) -> String {
         processes_section(&mut md, p);
     }
     let _ = writeln!(md, "\n**Selected:** {} — {}", r.selected_text, r.selection);
-    let _ = writeln!(md, "\n**Verify:** {:?}", r.verify);
+    let _ = writeln!(md, "\n**Verify:** {}", r.verify);
     for (label, n) in [("Burn's default", &r.break_even_default), ("best stock setting", &r.break_even_stock)] {
         match n {
             Some((steps, minutes)) => {

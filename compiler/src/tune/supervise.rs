@@ -34,8 +34,8 @@ pub fn is_worker() -> bool {
 }
 
 /// Runs the tune's worker (this binary again, same arguments) until it finishes, leaving out
-/// every candidate that hangs or crashes it.
-pub fn supervise(args: &Supervision) -> anyhow::Result<()> {
+/// every candidate that hangs or crashes it; `note` hears of each candidate left out.
+pub fn supervise(args: &Supervision, note: &mut dyn FnMut(&str)) -> anyhow::Result<()> {
     let fusion_off = args.fusion_off.as_ref();
     let journal = std::env::temp_dir().join(format!("blaze-tune-journal-{}", std::process::id()));
     let mut broken: Vec<(usize, String)> = Vec::new();
@@ -53,7 +53,7 @@ pub fn supervise(args: &Supervision) -> anyhow::Result<()> {
         };
         match blame(&journal, &broken, args.greedy, &reason) {
             Ok(id) => {
-                eprintln!("blazec tune: candidate c{id} {reason}; recorded as broken, starting again without it");
+                note(&format!("candidate c{id} {reason}; recorded as broken, starting again without it"));
                 broken.push((id, reason));
             }
             Err(e) => break Err(e),

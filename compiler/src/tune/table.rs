@@ -5,10 +5,10 @@
 //! window, and break-even. Reads every protocol's files; cells a file has no data for say so.
 use super::{
     Timed, TuneResult,
-    paired::{median, median_interval},
     race::{BURN, log_ratios_against},
     verify::VerifyOutcome,
 };
+use crate::stats::{median, median_interval};
 use std::path::Path;
 
 /// What a candidate changes, from its label (`c3: b5 b7`, `c12: blocks=2`, `c16: fusion-off`).

@@ -14,23 +14,8 @@ pub use blaze_runtime::numerics::max_rel_diff;
 /// Steps of the probe (the last one's logits are compared, every step's loss).
 pub const PROBE_STEPS: u32 = 3;
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub enum VerifyOutcome {
-    /// Burn's plan won: nothing to compare.
-    NothingToCheck,
-    /// Something to check, but the check cannot settle it.
-    NotSettled(String),
-    /// Executed differently, computed the same: identical, or within rounding.
-    Verified { identical: bool, max_rel_diff: f32 },
-    /// Different or broken numbers: the plan is not kept.
-    Refused(String),
-}
-
-impl VerifyOutcome {
-    pub fn keeps(&self) -> bool {
-        matches!(self, VerifyOutcome::Verified { .. } | VerifyOutcome::NotSettled(_))
-    }
-}
+/// The gate's outcome: a typed record of plan files and results (`blaze_ir::plan`).
+pub use blaze_ir::plan::VerifyOutcome;
 
 /// What a fresh seeded instance computed under one plan: every step's loss, the last step's
 /// logits and executed partition.

@@ -2,11 +2,11 @@
 //!
 //! A user implements `blaze_runtime::Model` (one step, describe, sync) and
 //! `blaze_runtime::ModelFactory` (build a fresh seeded instance), lists their models in a
-//! `Catalog`, and hands it to `blaze_compiler::cli::main_with`. Their binary then has every
+//! `Catalog`, and hands it to `blazec::main_with`. Their binary then has every
 //! blazec command: `user-model trace tiny-mlp-lm -o t.ron`, `user-model tune …`, `… run --plan`.
 //! `user-model train --bundle model.blaze` is the user's own training program, started with
 //! the one call `blaze_burn::init` (serve.rs).
-use blaze_compiler::cli::{Catalog, main_with};
+use blazec::{Catalog, main_with};
 use blaze_runtime::ModelFactory;
 
 mod model;

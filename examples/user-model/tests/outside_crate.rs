@@ -32,6 +32,7 @@ blaze-ir = {{ path = "{r}/ir" }}
 blaze-runtime = {{ path = "{r}/runtime" }}
 blaze-burn = {{ path = "{r}/runtime/burn" }}
 blaze-compiler = {{ path = "{r}/compiler" }}
+blazec = {{ path = "{r}/blazec" }}
 
 # Burn's fusion crate with Blaze's patch (materialised by vendor/setup.sh).
 [patch.crates-io]

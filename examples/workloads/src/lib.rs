@@ -123,7 +123,7 @@ fn attention_with(mut spec: attention::AttentionSpec, shapes: ShapeOverride) -> 
     spec
 }
 
-/// Resolver for `blaze_compiler::cli::main_with`.
+/// Resolver for `blazec::main_with`.
 pub fn find_factory(name: &str, batch: Option<usize>, seq: Option<usize>) -> Option<Box<dyn ModelFactory>> {
     find(name, ShapeOverride { batch, seq })
 }

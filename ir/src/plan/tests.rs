@@ -233,3 +233,53 @@ fn execution_words_round_trip_and_eager_strips_them() {
         "execution changes no plan store"
     );
 }
+
+#[test]
+fn older_plan_files_verification_text_reads_as_the_typed_record() {
+    let cases = [
+        ("Verified { identical: true, max_rel_diff: 0.0 }", VerifyOutcome::Verified { identical: true, max_rel_diff: 0.0 }),
+        (
+            "Verified { identical: false, max_rel_diff: 2.0434913e-7 }",
+            VerifyOutcome::Verified { identical: false, max_rel_diff: 2.0434913e-7 },
+        ),
+        ("NothingToCheck", VerifyOutcome::NothingToCheck),
+        ("Refused(\"different losses\")", VerifyOutcome::Refused("different losses".into())),
+        ("NotSettled(\"nan\")", VerifyOutcome::NotSettled("nan".into())),
+    ];
+    for (text, typed) in cases {
+        assert_eq!(VerifyOutcome::from_debug_text(text), Some(typed.clone()), "{text}");
+        // Debug text is what older Blaze wrote: the reading is its inverse.
+        assert_eq!(VerifyOutcome::from_debug_text(&format!("{typed:?}")), Some(typed), "{text}");
+    }
+    assert_eq!(VerifyOutcome::from_debug_text("not an outcome"), None);
+}
+
+#[test]
+fn a_new_plan_file_holds_the_typed_verification_and_no_debug_text() {
+    let verified = VerifyOutcome::Verified { identical: false, max_rel_diff: 3.5e-7 };
+    let measurements = Measurements {
+        protocol: "p".into(),
+        results_file: "r".into(),
+        default_ms: 1.0,
+        fusion_off_ms: None,
+        plan_ms: 0.9,
+        spread_ms: 0.01,
+        verify: String::new(),
+        selection: "s".into(),
+        verification: Some(verified.clone()),
+    };
+    let text = ron::to_string(&measurements).unwrap();
+    assert!(!text.contains("verify:") && text.contains("verification:Some(Verified("), "{text}");
+    let back: Measurements = ron::from_str(&text).unwrap();
+    assert_eq!(back.verification(), Some(verified));
+    // An older file: the text field only.
+    let old = Measurements {
+        verify: "Verified { identical: true, max_rel_diff: 0.0 }".into(),
+        verification: None,
+        ..measurements
+    };
+    let old_text = ron::to_string(&old).unwrap();
+    assert!(old_text.contains("verify:\"Verified {") && !old_text.contains("verification"), "{old_text}");
+    let old: Measurements = ron::from_str(&old_text).unwrap();
+    assert_eq!(old.verification(), Some(VerifyOutcome::Verified { identical: true, max_rel_diff: 0.0 }));
+}

@@ -2,9 +2,11 @@
 //! Burn version from the contract; for entries of this device, the model is traced again and
 //! its op-stream fingerprint and cut points are compared with the entry's. Usable in a user's
 //! CI: exit 0 when an entry for this machine fits, 1 otherwise.
-use crate::catalog::{Resolver, factory_named};
-use crate::tracing::{TraceOptions, trace};
+use blaze_compiler::catalog::{Resolver, factory_named};
+use blaze_compiler::tracer::{TraceOptions, trace};
 use blaze_ir::{Bundle, PlanFile, bundle::EntryKey, plan::DeviceInfo};
+use clap::Args;
+use std::path::PathBuf;
 
 /// One row of the table.
 pub struct Row {
@@ -23,7 +25,7 @@ pub fn check(
     let chosen = bundle.entries.iter().filter(|p| {
         model.is_none_or(|m| {
             p.contract.model == m
-                || crate::catalog::split_shape_suffix(&p.contract.model).is_some_and(|(base, _, _)| base == m)
+                || blaze_compiler::catalog::split_shape_suffix(&p.contract.model).is_some_and(|(base, _, _)| base == m)
         })
     });
     chosen
@@ -69,4 +71,33 @@ pub fn table(rows: &[Row]) -> String {
         out.push_str(&format!("| {} | {verdict} |\n", r.entry));
     }
     out
+}
+
+/// The arguments of `blazec check` (its help is on the command).
+#[derive(Args)]
+pub struct CheckArgs {
+    bundle: PathBuf,
+    /// Check only the entries of this model.
+    #[arg(long)]
+    model: Option<String>,
+}
+
+pub fn run(resolve: &Resolver, args: CheckArgs) -> anyhow::Result<()> {
+    let CheckArgs { bundle, model } = args;
+    let bundle = blaze_ir::Bundle::read(&bundle)?;
+    let device = blaze_workloads::device::device_info();
+    let mut progress = crate::progress::progress_printer("check", false);
+    let rows = crate::commands::check::check(&bundle, model.as_deref(), &device, resolve, &mut progress);
+    print!("{}", crate::commands::check::table(&rows));
+    anyhow::ensure!(
+        !rows.is_empty(),
+        "the bundle holds no entry{}",
+        model.map_or(String::new(), |m| format!(" of model `{m}`"))
+    );
+    anyhow::ensure!(
+        rows.iter().any(|r| r.verdict.is_ok()),
+        "no entry fits this machine ({}) and build",
+        device.adapter
+    );
+    Ok(())
 }

@@ -1,8 +1,9 @@
 //! `blazec run`: a model for some steps, optionally under a plan file.
-use crate::catalog::{ModelArgs, Resolver, resolve_model};
-use crate::drive::Settle;
-use crate::files::{to_ron, write_atomic};
-use crate::runner::{Loaded, contract_of, run_loaded};
+use crate::model_args::{ModelArgs, resolve_model};
+use blaze_compiler::catalog::Resolver;
+use blaze_compiler::drive::Settle;
+use blaze_compiler::files::{to_ron, write_atomic};
+use blaze_compiler::runner::{Loaded, contract_of, run_loaded};
 use blaze_runtime::{LoadOutcome, load_bundle, load_plan, preset_submission_batch};
 use clap::Args;
 use std::path::PathBuf;
@@ -27,7 +28,7 @@ pub struct RunArgs {
     pub steps: u32,
     /// Untimed stepping after warm-up, in milliseconds, before the first timed step (lets the
     /// device's clocks recover from the compilation pause; 0 = none).
-    #[arg(long, default_value_t = crate::drive::SETTLE.as_millis() as u64)]
+    #[arg(long, default_value_t = blaze_compiler::drive::SETTLE.as_millis() as u64)]
     pub settle_ms: u64,
     /// Settle for exactly this many untimed steps instead of `--settle-ms`, so two runs' loss
     /// lists line up step for step (settling by wall time runs a time-dependent count).

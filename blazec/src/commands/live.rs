@@ -1,10 +1,11 @@
 //! `blazec live <model>`: a training run of a built-in (or harness) model in live mode, with
 //! the report written at the end. Optionally the conditions change mid-run (`--switch-at`
 //! with another batch), so that the drift checks have something to find.
-use super::report::LiveReport;
-use super::{Live, LiveOptions};
-use crate::catalog::{ModelArgs, Resolver, resolve_model};
-use crate::tune_cli::RaceArgs;
+use blaze_compiler::live::report::LiveReport;
+use blaze_compiler::live::{Live, LiveOptions};
+use crate::model_args::{ModelArgs, resolve_model};
+use blaze_compiler::catalog::Resolver;
+use crate::commands::tune::RaceArgs;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -46,10 +47,9 @@ pub struct LiveArgs {
     /// a fixed step), so the drift checks run under conditions the selection never saw.
     #[arg(long, requires = "switch_batch", conflicts_with = "switch_at")]
     pub switch_after_settle: Option<u64>,
-    /// Test only: from the first settle on, the kept arm's steps take this fraction longer (a
-    /// sleep after each), so a drift check has a known slowdown to find.
-    #[arg(long, hide = true)]
-    pub inject_drift: Option<f64>,
+    #[cfg(feature = "faults")]
+    #[command(flatten)]
+    pub faults: crate::faults::LiveFaults,
     /// Write the report (RON) here, and a markdown table beside it (.md).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
@@ -62,19 +62,19 @@ pub fn live(resolve: &Resolver, args: &LiveArgs) -> anyhow::Result<()> {
         None => None,
     };
     if let Some(out) = &args.output {
-        crate::files::prepare_output(out)?;
+        blaze_compiler::files::prepare_output(out)?;
     }
     let mut opts = LiveOptions {
         max_blocks: args.max_blocks.clone(),
         cut_arms: args.cut_arms,
         fusion_off: !args.no_fusion_off,
         bundle: args.bundle.clone(),
-        inject_drift: args.inject_drift,
+        inject_drift: args.faults().inject_drift,
         ..LiveOptions::default()
     };
     opts.schedule.first_check = args.first_check;
     opts.schedule.select = args.race.rules();
-    opts.schedule.check = crate::tune::race::RaceRules { max_rounds: args.check_rounds, ..opts.schedule.check.clone() };
+    opts.schedule.check = blaze_compiler::tune::race::RaceRules { max_rounds: args.check_rounds, ..opts.schedule.check.clone() };
     let mut progress = crate::progress::progress_printer("live", true);
     let mut live = Live::start(factory.as_ref(), args.model.regime, &opts, &mut progress)?;
     let mut model = factory.build(args.model.regime).map_err(anyhow::Error::msg)?;
@@ -119,6 +119,6 @@ fn write_report(
     switched_at: Option<u64>,
 ) -> anyhow::Result<()> {
     let run = LiveRun { report: report.clone(), losses: losses.to_vec(), switched_at };
-    crate::files::write_atomic(out, &crate::files::to_ron(&run))?;
-    crate::files::write_atomic(&out.with_extension("md"), &report.to_markdown())
+    blaze_compiler::files::write_atomic(out, &blaze_compiler::files::to_ron(&run))?;
+    blaze_compiler::files::write_atomic(&out.with_extension("md"), &report.to_markdown())
 }

@@ -8,11 +8,12 @@
 //! block's sync adds exactly its time but the step it is compared with is itself noisy.
 //! All levels run in one process on one model instance, so they share compilation, autotune
 //! and settling.
-use crate::candidate::Candidate;
-use crate::catalog::{ModelArgs, Resolver, resolve_model};
-use crate::files::{to_ron, write_atomic};
-use crate::tune::measure::{Slowdown, VisitShape, race_on_device};
-use crate::tune::race::{Race, RaceRules, Standing, Stop, Verdict};
+use blaze_compiler::candidate::Candidate;
+use crate::model_args::{ModelArgs, resolve_model};
+use blaze_compiler::catalog::Resolver;
+use blaze_compiler::files::{to_ron, write_atomic};
+use blaze_compiler::tune::measure::{Slowdown, VisitShape, race_on_device};
+use blaze_compiler::tune::race::{Race, RaceRules, Standing, Stop, Verdict};
 use anyhow::Context;
 use clap::Args;
 use serde::{Deserialize, Serialize};
@@ -36,7 +37,7 @@ pub struct RaceCheckArgs {
     #[arg(long, default_value_t = 3)]
     pub warmup: u32,
     #[command(flatten)]
-    pub race: crate::tune_cli::RaceArgs,
+    pub race: crate::commands::tune::RaceArgs,
     /// CubeCL autotune cache directory (default: CubeCL's own for this working directory).
     #[arg(long)]
     pub autotune_cache: Option<PathBuf>,
@@ -87,12 +88,12 @@ pub fn race_check(resolve: &Resolver, args: &RaceCheckArgs) -> anyhow::Result<()
     anyhow::ensure!(args.trials > 0, "--trials must be at least 1");
     anyhow::ensure!(args.slowdown.iter().all(|s| (0.0..=10.0).contains(s)), "--slowdown fractions must be in 0..=10");
     let cache =
-        crate::autotune::pin_autotune_cache(&args.autotune_cache.clone().unwrap_or_else(cubecl::environment::root))?;
+        blaze_compiler::autotune::pin_autotune_cache(&args.autotune_cache.clone().unwrap_or_else(cubecl::environment::root))?;
     let factory = resolve_model(resolve, &args.model)?;
     let mut model = factory.build(args.model.regime).map_err(anyhow::Error::msg)?;
     // Cold cost: compilation, autotune (unless the pinned cache already holds the decisions)
     // and exploration of Burn's plan, untimed by the races.
-    let warmup_s = crate::drive::warm_up(model.as_mut(), args.warmup);
+    let warmup_s = blaze_compiler::drive::warm_up(model.as_mut(), args.warmup);
     let (burn, twin) = (Candidate::new(0, vec![]), Candidate::new(1, vec![]));
     let rules = args.race.rules();
     let mut check = RaceCheck {
@@ -100,8 +101,8 @@ pub fn race_check(resolve: &Resolver, args: &RaceCheckArgs) -> anyhow::Result<()
         regime: args.model.regime.to_string(),
         device: model.describe().device,
         commit: option_env!("BLAZE_COMMIT").unwrap_or("unknown").into(),
-        date: crate::files::now_utc(),
-        protocol: crate::tune::stats::PROTOCOL.into(),
+        date: blaze_compiler::files::now_utc(),
+        protocol: blaze_compiler::tune::measure::PROTOCOL.into(),
         rules: rules.clone(),
         autotune_cache: Some(cache.display().to_string()),
         warmup_s,
@@ -218,9 +219,8 @@ pub fn table(c: &RaceCheck) -> String {
     );
     for l in &c.levels {
         let cal = l.calibration.as_ref().map_or("–".into(), |s| format!("{:.4} [{:.4}, {:.4}]", s.ratio, s.lo, s.hi));
-        let mut rounds: Vec<usize> = l.trials.iter().map(|t| t.rounds).collect();
-        rounds.sort();
-        let median = rounds.get(rounds.len() / 2).copied().unwrap_or(0);
+        let rounds: Vec<f64> = l.trials.iter().map(|t| t.rounds as f64).collect();
+        let median = if rounds.is_empty() { "–".to_string() } else { format!("{}", blaze_compiler::stats::median(&rounds)) };
         let _ = writeln!(
             md,
             "| {:.3} | {cal} | {} | {} | {} | {} | {} | {median} |",

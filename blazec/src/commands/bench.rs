@@ -2,9 +2,10 @@
 //! fusion off (BURN_FUSION_MAX_EXPLORATIONS=0, a per-process setting), processes interleaved.
 //! `blazec bench --table FILE..` prints the table of earlier results files (a campaign split over
 //! several GPU calls) without running anything.
-use crate::child::ChildRun;
-use crate::files::{to_ron, write_atomic};
-use crate::tune::stats::{PROTOCOL, Summary};
+use blaze_compiler::child::ChildRun;
+use blaze_compiler::files::{to_ron, write_atomic};
+use blaze_compiler::stats::Summary;
+use blaze_compiler::tune::measure::PROTOCOL;
 use blaze_ir::plan::DeviceInfo;
 use clap::Args;
 use serde::{Deserialize, Serialize};
@@ -103,7 +104,7 @@ fn write_rows(path: &Path, rows: &[BenchRow]) -> anyhow::Result<()> {
         protocol: PROTOCOL.into(),
         device: blaze_workloads::device::device_info(),
         commit: option_env!("BLAZE_COMMIT").unwrap_or("unknown").into(),
-        date: crate::files::now_utc(),
+        date: blaze_compiler::files::now_utc(),
         rows: rows.to_vec(),
     };
     Ok(write_atomic(path, &to_ron(&file))?)

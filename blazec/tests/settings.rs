@@ -308,13 +308,13 @@ fn a_tune_stopped_during_the_race_across_processes_keeps_its_in_process_selectio
     let written = blaze_ir::PlanFile::parse(&std::fs::read_to_string(&plan).unwrap()).expect("a valid plan is there");
     assert_eq!(written.settings.max_tasks, None, "no submission batch was decided");
     let selection = written.measurements.expect("the plan carries its measurements").selection;
-    assert!(selection.contains(blaze_compiler::tune_cli::PROCESS_RACE_PENDING), "{selection}");
+    assert!(selection.contains(blazec::commands::tune::PROCESS_RACE_PENDING), "{selection}");
     let results: blaze_compiler::tune::TuneResult =
         ron::from_str(&std::fs::read_to_string(dir.join("plan.results.ron")).unwrap()).unwrap();
     assert!(results.process_race.is_none() && results.race.is_some(), "the in-process race's raw results are kept");
     assert!(
         std::fs::read_to_string(dir.join("plan.report.md"))
             .unwrap()
-            .contains(blaze_compiler::tune_cli::PROCESS_RACE_PENDING)
+            .contains(blazec::commands::tune::PROCESS_RACE_PENDING)
     );
 }

@@ -4,7 +4,8 @@
 //! run under Burn's plan and under the kept plan in fresh processes. Each stage is the real
 //! command in a process of its own (tune supervises workers by re-running its own command line),
 //! so the demo shows exactly what a user's `blazec tune` and `blazec run` do.
-use crate::catalog::{ModelArgs, Resolver, resolve_model};
+use crate::model_args::{ModelArgs, resolve_model};
+use blaze_compiler::catalog::Resolver;
 use blaze_ir::plan::Regime;
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -139,9 +140,8 @@ fn field<'a>(run: &'a str, key: &str) -> &'a str {
 
 fn median_step_ms(run: &str) -> Option<f64> {
     let list = field(run, "step ms:").trim_matches(|c| c == '[' || c == ']');
-    let mut v: Vec<f64> = list.split(',').filter_map(|x| x.trim().parse().ok()).collect();
-    v.sort_by(f64::total_cmp);
-    (!v.is_empty()).then(|| v[v.len() / 2])
+    let v: Vec<f64> = list.split(',').filter_map(|x| x.trim().parse().ok()).collect();
+    (!v.is_empty()).then(|| blaze_compiler::stats::median(&v))
 }
 
 fn print_runs(burn: &str, kept: &str) {

@@ -1,5 +1,5 @@
 //! blazec: thin binary over blaze-compiler with the built-in workloads.
-use blaze_compiler::cli::{Catalog, main_with};
+use blazec::{Catalog, main_with};
 use blaze_runtime::ModelFactory;
 
 struct BuiltIn;

@@ -1,13 +1,15 @@
 //! `blazec tune` front end: device check, the pinned autotune cache, the fusion-off
 //! cross-check process, the worker's pipeline and its atomic outputs (the supervising side is
 //! `tune/supervise.rs`).
-use crate::autotune::{AUTOTUNE_CACHE_ENV, pin_autotune_cache};
-use crate::catalog::{ModelArgs, Resolver, resolve_model};
-use crate::files::{to_ron, write_atomic};
+use blaze_compiler::autotune::{AUTOTUNE_CACHE_ENV, pin_autotune_cache};
+use crate::model_args::{ModelArgs, resolve_model};
+use blaze_compiler::catalog::Resolver;
+use blaze_compiler::files::{to_ron, write_atomic};
 use crate::progress::progress_printer;
-use crate::tune::measure::Slowdown;
-use crate::tune::race::RaceRules;
-use crate::tune::{FusionOffChild, TuneOptions, journal, report, stats::Summary, tune};
+use blaze_compiler::stats::Summary;
+use blaze_compiler::tune::measure::Slowdown;
+use blaze_compiler::tune::race::RaceRules;
+use blaze_compiler::tune::{FusionOffChild, TuneOptions, journal, report, tune};
 use anyhow::{Context, bail};
 use clap::Args;
 use std::io::IsTerminal;
@@ -129,26 +131,9 @@ pub struct TuneArgs {
     /// before it is recorded as broken and the tune goes on without it.
     #[arg(long, default_value_t = 300)]
     pub hang_timeout: u64,
-    /// Test only: make candidate N compute something different during verification.
-    #[arg(long, hide = true)]
-    pub inject_fault: Option<usize>,
-    /// Test only: `N:F` makes candidate N's visits slower by the fraction F of Burn's step.
-    #[arg(long, hide = true, value_parser = parse_slowdown)]
-    pub inject_slowdown: Option<Slowdown>,
-    /// Test only: `M:F` makes the server process with submission batch M slower by the fraction
-    /// F of its step (a known effect for the race across processes).
-    #[arg(long, hide = true, value_parser = parse_process_slowdown)]
-    pub inject_process_slowdown: Option<(u32, f64)>,
-    /// Test only: make installing candidate N block forever (a hung candidate).
-    #[arg(long, hide = true)]
-    pub inject_hang: Option<usize>,
-    /// Test only: make installing candidate N panic (a crashing candidate).
-    #[arg(long, hide = true)]
-    pub inject_panic: Option<usize>,
-    /// Test only: installing candidate N destroys the wgpu device under the default device (a
-    /// lost device, as after a driver reset), in the worker process only.
-    #[arg(long, hide = true)]
-    pub inject_device_lost: Option<usize>,
+    #[cfg(feature = "faults")]
+    #[command(flatten)]
+    pub faults: crate::faults::TuneFaults,
 }
 
 pub fn check_device(requested: &str) -> anyhow::Result<()> {
@@ -194,7 +179,7 @@ pub fn run_tune(resolve: &Resolver, args: &TuneArgs) -> anyhow::Result<()> {
     }
     check_device(&args.device)?;
     let factory = resolve_model(resolve, &args.model)?;
-    let dir = crate::files::prepare_output(&args.output)?;
+    let dir = blaze_compiler::files::prepare_output(&args.output)?;
     if journal::open_from_env() {
         return worker(factory.as_ref(), args, &dir);
     }
@@ -206,25 +191,26 @@ pub fn run_tune(resolve: &Resolver, args: &TuneArgs) -> anyhow::Result<()> {
             Some(fusion_off_child(&args.model, 20)?)
         }
     };
-    crate::tune::supervise::supervise(&crate::tune::supervise::Supervision {
+    blaze_compiler::tune::supervise::supervise(&blaze_compiler::tune::supervise::Supervision {
         hang_timeout: args.hang_timeout,
         greedy: args.greedy.is_some(),
         fusion_off,
-    })
+    }, &mut |line| eprintln!("blazec tune: {line}"))
 }
 
 /// The pipeline, in the worker process; writes every output atomically at the end, and the
 /// in-process selection already before a race across processes.
 fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path) -> anyhow::Result<()> {
-    journal::inject_hang(args.inject_hang);
-    journal::inject_panic(args.inject_panic);
-    if let Some(id) = args.inject_device_lost {
+    let faults = args.faults();
+    journal::inject_hang(faults.inject_hang);
+    journal::inject_panic(faults.inject_panic);
+    if let Some(id) = faults.inject_device_lost {
         // Before the model's first operation: the wgpu handle can only be kept at set-up.
         blaze_burn::device::keep_device_for_fault_injection()
             .map_err(|e| anyhow::anyhow!("--inject-device-lost: {e}"))?;
         journal::inject_device_lost(Some(id));
     }
-    crate::confirm::on_install(journal::installed);
+    blaze_compiler::confirm::on_install(journal::installed);
     let fusion_off = match std::env::var(journal::FUSION_OFF_ENV) {
         Ok(text) => Some(ron::from_str::<FusionOffChild>(&text).context("fusion-off cross-check from the supervisor")?),
         Err(_) => None,
@@ -237,8 +223,8 @@ fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path
         seed: args.seed,
         warmup: args.warmup,
         rules: args.race.rules(),
-        inject_fault: args.inject_fault,
-        slowdown: args.inject_slowdown,
+        inject_fault: args.faults().inject_fault,
+        slowdown: args.faults().inject_slowdown,
         fusion_off,
         autotune_cache: std::env::var(AUTOTUNE_CACHE_ENV).ok(),
         results_file: results.display().to_string(),
@@ -276,23 +262,9 @@ fn worker(factory: &dyn blaze_runtime::ModelFactory, args: &TuneArgs, dir: &Path
     let plan = result.plan.as_ref().expect("tune returns a plan");
     println!("{}", report::markdown(&result));
     if let Some(bundle) = &args.bundle {
-        let replaced = add_to_bundle(bundle, plan.clone())?;
-        println!(
-            "bundle {}: {} the entry for {}",
-            bundle.display(),
-            if replaced { "replaced" } else { "added" },
-            blaze_ir::bundle::EntryKey::of(&plan.contract)
-        );
-        // The autotune decisions every candidate ran with (the tune's pinned cache).
-        if let Some(cache) = std::env::var_os(AUTOTUNE_CACHE_ENV) {
-            let file = crate::autotune::add_to_bundle(bundle, Path::new(&cache), &plan.contract.device)?;
-            println!(
-                "bundle {}: {} autotune decisions for this device in {}",
-                bundle.display(),
-                file.decisions,
-                file.file
-            );
-        }
+        // With the autotune decisions every candidate ran with (the tune's pinned cache).
+        let cache = std::env::var_os(AUTOTUNE_CACHE_ENV).map(std::path::PathBuf::from);
+        crate::commands::bundle::add(bundle, vec![plan.clone()], cache.as_deref())?;
     }
     Ok(())
 }
@@ -302,7 +274,7 @@ pub const PROCESS_RACE_PENDING: &str =
     "submission batch: the race across processes had not ended when this was written";
 
 /// The results file, the report (markdown and svg) and the plan, each written atomically.
-fn write_outputs(args: &TuneArgs, dir: &Path, stem: &str, result: &crate::tune::TuneResult) -> anyhow::Result<()> {
+fn write_outputs(args: &TuneArgs, dir: &Path, stem: &str, result: &blaze_compiler::tune::TuneResult) -> anyhow::Result<()> {
     write_atomic(&dir.join(format!("{stem}.results.ron")), &to_ron(result))?;
     write_atomic(&dir.join(format!("{stem}.report.md")), &report::markdown(result))?;
     write_atomic(&dir.join(format!("{stem}.report.svg")), &report::svg(result))?;
@@ -313,10 +285,10 @@ fn write_outputs(args: &TuneArgs, dir: &Path, stem: &str, result: &crate::tune::
 /// in-process race selected; a kept value goes into the plan's settings.
 fn race_submission_batches(
     args: &TuneArgs,
-    result: &mut crate::tune::TuneResult,
+    result: &mut blaze_compiler::tune::TuneResult,
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<()> {
-    use crate::tune::processes::{ProcessPlan, ServeCommand, current_max_tasks, race_across_processes};
+    use blaze_compiler::tune::processes::{ProcessPlan, ServeCommand, current_max_tasks, race_across_processes};
     let plan = result.plan.as_mut().expect("tune returns a plan");
     let plan_path = std::env::temp_dir().join(format!("blaze-serve-plan-{}.ron", std::process::id()));
     let mut serve_args =
@@ -344,7 +316,7 @@ fn race_submission_batches(
         plan_text: result.selected_text.clone(),
         reference: current_max_tasks(),
         values: args.max_tasks.0.clone(),
-        slowdown: args.inject_process_slowdown,
+        slowdown: args.faults().inject_process_slowdown,
     };
     let raced = race_across_processes(&cmd, &what, &args.race.rules(), &journal::beat, progress);
     if uses_plan {
@@ -362,61 +334,11 @@ fn race_submission_batches(
     Ok(())
 }
 
-/// Adds `plan` to the bundle at `path` (a new bundle when there is no file); a file that is
-/// there but is not a readable bundle or plan is an error, never overwritten.
-pub fn add_to_bundle(path: &Path, plan: blaze_ir::PlanFile) -> anyhow::Result<bool> {
-    let mut bundle = if path.exists() {
-        blaze_ir::Bundle::read(path)
-            .with_context(|| format!("--bundle {}: not a bundle this blazec can extend", path.display()))?
-    } else {
-        blaze_ir::Bundle::new()
-    };
-    let replaced = bundle.upsert(plan);
-    write_atomic(path, &bundle.to_ron())?;
-    Ok(replaced)
-}
-
-/// `blazec bundle`: every plan is read and validated first, so a bad one leaves the bundle as
-/// it was.
-pub fn bundle_command(path: &Path, plans: &[std::path::PathBuf], autotune_cache: Option<&Path>) -> anyhow::Result<()> {
-    let plans = plans
-        .iter()
-        .map(|p| blaze_ir::PlanFile::read(p).with_context(|| format!("{}: not a plan file", p.display())))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    add_plans_to_bundle(path, plans, autotune_cache)
-}
-
-/// Adds `plans` to the bundle at `path` (each replacing the entry of its key) and, with
-/// `autotune_cache`, the autotune decisions of that cache root for the plans' one device.
-pub fn add_plans_to_bundle(
-    path: &Path,
-    plans: Vec<blaze_ir::PlanFile>,
-    autotune_cache: Option<&Path>,
-) -> anyhow::Result<()> {
-    let device = plans.first().context("no plan to add")?.contract.device.clone();
-    if autotune_cache.is_some() {
-        anyhow::ensure!(
-            plans.iter().all(|p| p.contract.device == device),
-            "--autotune-cache: the plans name more than one device; add them in one call per device"
-        );
-    }
-    for plan in plans {
-        let key = blaze_ir::bundle::EntryKey::of(&plan.contract);
-        let replaced = add_to_bundle(path, plan)?;
-        println!("bundle {}: {} the entry for {key}", path.display(), if replaced { "replaced" } else { "added" });
-    }
-    if let Some(cache) = autotune_cache {
-        let file = crate::autotune::add_to_bundle(path, cache, &device)?;
-        println!("bundle {}: {} autotune decisions for this device in {}", path.display(), file.decisions, file.file);
-    }
-    Ok(())
-}
-
 /// Times the model in a child process with fusion off (a per-process Burn setting): the
 /// cross-check of the in-process arm.
 pub(crate) fn fusion_off_child(model: &ModelArgs, steps: u32) -> anyhow::Result<FusionOffChild> {
     let regime = model.regime.to_string();
-    let run = crate::child::ChildRun {
+    let run = blaze_compiler::child::ChildRun {
         model: &model.model,
         regime: &regime,
         batch: model.batch,
@@ -455,7 +377,7 @@ fn parse_task_counts(text: &str) -> Result<Widths, String> {
 }
 
 /// `M:F`: the server with submission batch M, slowed by the fraction F.
-fn parse_process_slowdown(text: &str) -> Result<(u32, f64), String> {
+pub fn parse_process_slowdown(text: &str) -> Result<(u32, f64), String> {
     let (m, fraction) = split_slowdown(text, "M:F, for example 16:0.05")?;
     Ok((m.parse().map_err(|_| format!("`{m}` is not a submission batch"))?, fraction))
 }

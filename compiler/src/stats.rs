@@ -1,6 +1,10 @@
-//! Paired statistics of protocol blaze-measure/3 (docs: ../shared/docs/measurement.md, rule 4).
+//! Every statistic Blaze reports, in one place: quantiles and the one median (linear
+//! interpolation, so the median of an even count is the mean of the middle two), the summary of
+//! a candidate's samples, and the paired statistics of protocol blaze-measure/3 (docs:
+//! docs/measurement.md, rule 4). `blazec stats` prints the sign-test interval for numbers on
+//! stdin, so the campaign scripts use these rules rather than a copy of them.
 //!
-//! In every round each candidate's visit is paired with Burn's plan's visit of the same round:
+//! Paired statistics. In every round each candidate's visit is paired with Burn's plan's visit of the same round:
 //! `d = ln(candidate / burn)`. Drift of the machine moves both visits of a round alike, so the
 //! pairs cancel it where per-candidate medians do not.
 //!
@@ -14,6 +18,38 @@
 //!   exactly when the two-sided p-value is `<= a` (ties count against a difference).
 //!   It costs some power against a signed-rank test (asymptotic efficiency 0.64 vs 0.95 under
 //!   normal noise); the race buys it back with rounds.
+use serde::{Deserialize, Serialize};
+/// Median and spread of one candidate's samples (milliseconds).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub median: f64,
+    pub p25: f64,
+    pub p75: f64,
+    pub n: usize,
+}
+
+impl Summary {
+    pub fn of(samples: &[f64]) -> Self {
+        let mut v = samples.to_vec();
+        v.sort_by(f64::total_cmp);
+        Self { median: quantile(&v, 0.5), p25: quantile(&v, 0.25), p75: quantile(&v, 0.75), n: v.len() }
+    }
+
+    /// Inter-quartile range.
+    pub fn spread(&self) -> f64 {
+        self.p75 - self.p25
+    }
+}
+
+/// Linear-interpolated quantile of sorted data.
+pub fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let pos = q * (sorted.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+}
 
 /// Two-sided sign-test p-value for "the median of `d` is 0". Zeros count against rejection
 /// (each side's count includes them), so the p-value matches [`median_interval`].
@@ -48,7 +84,7 @@ pub fn median_interval(d: &[f64], alpha: f64) -> (f64, f64) {
 pub fn median(d: &[f64]) -> f64 {
     let mut v = d.to_vec();
     v.sort_by(f64::total_cmp);
-    crate::tune::stats::quantile(&v, 0.5)
+    quantile(&v, 0.5)
 }
 
 /// `P(B <= k)` for `B ~ Bin(n, 1/2)`, summed in log space so large `n` does not underflow.
@@ -89,6 +125,12 @@ pub fn holm(p: &[f64], alpha: f64, family: usize) -> Vec<Option<f64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quantiles_interpolate() {
+        let sm = Summary::of(&[4.0, 1.0, 3.0, 2.0, 5.0]);
+        assert_eq!((sm.median, sm.p25, sm.p75), (3.0, 2.0, 4.0));
+    }
 
     #[test]
     fn binomial_cdf_matches_small_exact_values() {

@@ -13,10 +13,11 @@
 //!
 //! A plan that does not apply (fallback, or an op stream the runtime withdraws) ends the server
 //! with exit 1 and one `error:` line: the arm would not be what it claims to be.
-use crate::catalog::{ModelArgs, Resolver, resolve_model};
-use crate::drive::{Settle, settle};
-use crate::runner::contract_of;
-use crate::tune::measure::{median_step_ms, visit_block};
+use crate::model_args::{ModelArgs, resolve_model};
+use blaze_compiler::catalog::Resolver;
+use blaze_compiler::drive::{Settle, settle};
+use blaze_compiler::runner::contract_of;
+use blaze_compiler::tune::measure::{median_step_ms, visit_block};
 use blaze_runtime::watch::OpStreamCheck;
 use blaze_runtime::{LoadOutcome, load_plan, preset_submission_batch};
 use clap::Args;
@@ -37,10 +38,9 @@ pub struct ServeArgs {
     /// Untimed steps after warm-up, before `ready`.
     #[arg(long, default_value_t = 20)]
     pub settle_steps: usize,
-    /// Test only: every visit's timed block is longer by this fraction of the server's own
-    /// median step time per step (a busy wait inside the timed region).
-    #[arg(long, hide = true)]
-    pub slowdown: Option<f64>,
+    #[cfg(feature = "faults")]
+    #[command(flatten)]
+    pub faults: crate::faults::ServeFaults,
 }
 
 pub fn serve(resolve: &Resolver, args: &ServeArgs) -> anyhow::Result<()> {
@@ -73,7 +73,7 @@ pub fn serve(resolve: &Resolver, args: &ServeArgs) -> anyhow::Result<()> {
     }
     let (step_ms, sized) = median_step_ms(model.as_mut());
     losses.extend(sized);
-    let delay = args.slowdown.map(|f| Duration::from_secs_f64(f.max(0.0) * step_ms / 1e3));
+    let delay = args.faults().slowdown.map(|f| Duration::from_secs_f64(f.max(0.0) * step_ms / 1e3));
     let mut out = std::io::stdout().lock();
     let text: Vec<String> = losses.iter().map(|l| l.to_string()).collect();
     writeln!(out, "ready {step_ms} {}", text.join(","))?;

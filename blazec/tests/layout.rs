@@ -1,0 +1,233 @@
+//! The layering of the workspace, read from the crate graph (`cargo metadata`) and the sources,
+//! never from a list kept by hand:
+//! * ARCHITECTURE.md's crate map names every workspace crate once, each after the crates it
+//!   depends on (processing order);
+//! * only `blazec` parses a command line (clap), and no library crate depends on it;
+//! * the library crates print nothing but the documented `warning: blaze:` and `note: blaze:`
+//!   lines, live mode's event lines in a user's program, and the one line of a child whose
+//!   parent went away;
+//! * blaze-compiler's modules import each other without cycles.
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// Workspace crate -> (its directory, the workspace crates and all crates it depends on, normal
+/// dependencies only).
+struct Crate {
+    dir: PathBuf,
+    deps: BTreeSet<String>,
+}
+
+fn workspace() -> BTreeMap<String, Crate> {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["metadata", "--no-deps", "--format-version", "1", "--offline"])
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut crates = BTreeMap::new();
+    for package in meta["packages"].as_array().unwrap() {
+        let manifest = Path::new(package["manifest_path"].as_str().unwrap());
+        let deps = package["dependencies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["kind"].is_null())
+            .map(|d| d["name"].as_str().unwrap().to_string())
+            .collect();
+        crates.insert(package["name"].as_str().unwrap().to_string(), Crate { dir: manifest.parent().unwrap().into(), deps });
+    }
+    assert!(crates.len() >= 7, "cargo metadata read: {:?}", crates.keys().collect::<Vec<_>>());
+    crates
+}
+
+/// The crates ARCHITECTURE.md's crate map names, in its order (first column, in backticks).
+fn documented_order() -> Vec<String> {
+    let text = std::fs::read_to_string(repo().join("ARCHITECTURE.md")).unwrap();
+    let map = text.split("## Crates").nth(1).expect("ARCHITECTURE.md has a `## Crates` section");
+    let map = map.split("\n## ").next().unwrap();
+    map.lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .map(|l| l.split('`').next().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn the_crate_map_names_every_crate_after_its_dependencies() {
+    let crates = workspace();
+    let order = documented_order();
+    let named: BTreeSet<&String> = order.iter().collect();
+    assert_eq!(named.len(), order.len(), "a crate named twice: {order:?}");
+    let all: BTreeSet<&String> = crates.keys().collect();
+    assert_eq!(named, all, "ARCHITECTURE.md's crate map against the workspace");
+    for (i, name) in order.iter().enumerate() {
+        for dep in crates[name].deps.iter().filter(|d| crates.contains_key(*d)) {
+            let at = order.iter().position(|n| n == dep).unwrap();
+            assert!(at < i, "{name} depends on {dep}, which the crate map lists after it");
+        }
+    }
+}
+
+#[test]
+fn only_blazec_parses_arguments_and_no_library_depends_on_it() {
+    let crates = workspace();
+    let users: Vec<&String> = crates.iter().filter(|(_, c)| c.deps.contains("clap")).map(|(n, _)| n).collect();
+    assert_eq!(users, ["blazec"], "crates depending on clap");
+    let libraries = ["blaze-ir", "blaze-runtime", "blaze-burn", "blaze-workloads", "blaze-compiler"];
+    for lib in libraries {
+        assert!(!crates[lib].deps.contains("blazec"), "{lib} depends on blazec");
+    }
+    // The test can fail: the graph it reads is the real one.
+    assert!(crates["blazec"].deps.contains("blaze-compiler"));
+}
+
+/// `(file, call)` of every print in `dir`'s sources outside tests.
+fn prints_in(dir: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") && !p.ends_with("tests.rs") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                let code = text.split("#[cfg(test)]").next().unwrap();
+                let lines: Vec<&str> = code.lines().filter(|l| !l.trim_start().starts_with("//")).collect();
+                for (i, line) in lines.iter().enumerate() {
+                    if ["println!(", "print!(", "eprintln!(", "eprint!("].iter().any(|m| line.contains(m)) {
+                        // The macro and the two lines after it: where a long format string is.
+                        let call: Vec<&str> = lines[i..(i + 3).min(lines.len())].iter().map(|l| l.trim()).collect();
+                        out.push((p.display().to_string(), call.join(" ")));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn library_crates_print_only_their_documented_lines() {
+    let crates = workspace();
+    for lib in ["blaze-ir", "blaze-runtime", "blaze-burn", "blaze-compiler"] {
+        let src = crates[lib].dir.join("src");
+        let stray: Vec<_> = prints_in(&src)
+            .into_iter()
+            // The fuzzer is a binary of its own.
+            .filter(|(file, _)| !file.contains("/src/bin/"))
+            .filter(|(_, line)| {
+                let documented = [
+                    // A user's program hears of Blaze only through `warning: blaze:` (one per
+                    // cause) and `note: blaze:` lines (the settings a plan applied).
+                    "warning: blaze:",
+                    "note: blaze:",
+                    "fallback_warning(",
+                    "side_file_warning(",
+                    "eprintln!(\"{note}\")",
+                    "eprintln!(\"{line}\")",
+                    "eprintln!(\"{warning}\")",
+                    // Live mode's decisions, in a user's program that turned it on.
+                    "[blaze live step",
+                    // A child of blazec whose parent went away ends with one line.
+                    "parent process went away",
+                    // Test-only fault hooks say when they fire.
+                    "test only",
+                ];
+                !documented.iter().any(|d| line.contains(d))
+            })
+            .collect();
+        assert!(stray.is_empty(), "{lib} prints: {stray:#?}");
+    }
+    // The test can fail: blazec's commands do print.
+    assert!(!prints_in(&crates["blazec"].dir.join("src")).is_empty());
+}
+
+/// Module name of a source file: `tune/race.rs` -> `tune`.
+fn node_of(rel: &str) -> String {
+    rel.trim_end_matches(".rs").split('/').next().unwrap().to_string()
+}
+
+/// blaze-compiler's module -> the modules it names as `crate::<module>` (other than itself).
+fn imports() -> BTreeMap<String, BTreeSet<String>> {
+    let root = workspace()["blaze-compiler"].dir.join("src");
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut stack = vec![root.clone()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            if p.extension().is_none_or(|x| x != "rs") {
+                continue;
+            }
+            let rel = p.strip_prefix(&root).unwrap().to_string_lossy().replace('\\', "/");
+            let text = std::fs::read_to_string(&p).unwrap();
+            let from = node_of(&rel);
+            let edges = graph.entry(from.clone()).or_default();
+            for (i, _) in text.match_indices("crate::") {
+                let rest = &text[i + "crate::".len()..];
+                // `crate::{a, b::c}` names several modules; `crate::a::b` one.
+                let named: Vec<&str> = match rest.strip_prefix('{') {
+                    Some(group) => group.split('}').next().unwrap_or("").split(',').map(str::trim).collect(),
+                    None => vec![rest],
+                };
+                for path in named {
+                    let to: String = path.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                    if !to.is_empty() && to != from {
+                        edges.insert(to);
+                    }
+                }
+            }
+        }
+    }
+    graph
+}
+
+#[test]
+fn compiler_modules_import_each_other_without_cycles() {
+    let graph = imports();
+    // Depth-first search for a back edge; report the cycle.
+    fn visit(
+        n: &str,
+        g: &BTreeMap<String, BTreeSet<String>>,
+        state: &mut BTreeMap<String, u8>,
+        path: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        state.insert(n.to_string(), 1);
+        path.push(n.to_string());
+        for m in g.get(n).into_iter().flatten() {
+            match state.get(m.as_str()).copied().unwrap_or(0) {
+                1 => {
+                    let start = path.iter().position(|p| p == m).unwrap();
+                    return Some(path[start..].iter().cloned().chain([m.clone()]).collect());
+                }
+                0 => {
+                    if let Some(c) = visit(m, g, state, path) {
+                        return Some(c);
+                    }
+                }
+                _ => {}
+            }
+        }
+        path.pop();
+        state.insert(n.to_string(), 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for n in graph.keys() {
+        if state.get(n.as_str()).copied().unwrap_or(0) == 0
+            && let Some(cycle) = visit(n, &graph, &mut state, &mut Vec::new())
+        {
+            panic!("import cycle: {}", cycle.join(" -> "));
+        }
+    }
+    // The test can fail: the graph it checks is the real one.
+    assert!(graph.get("tune").is_some_and(|e| e.contains("confirm") && e.contains("stats")), "{graph:?}");
+}

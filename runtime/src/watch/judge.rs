@@ -1,0 +1,352 @@
+//! The watch's judge: what the op-stream watch decides, from the operations registered and the
+//! device's sync count alone. It never touches Burn's fuser or the device: the observer
+//! (`super`) feeds it and carries out the [`Effect`]s it returns, so every decision is unit-tested
+//! here with made-up operations and syncs.
+use super::{CANDIDATES, Expected, MAX_REOPENS, MAX_WINDOWS, Mode, OpStreamCheck};
+use blaze_ir::{PlanError, signature::OpSignature, trace::OpStreamHasher};
+use burn_ir::{OperationIr, TensorId};
+use std::collections::{BTreeSet, HashMap, VecDeque};
+
+/// What the observer must do after an operation was judged.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    /// Install entry `i` (`Some(i)`) or Burn's own plan (`None`, a withdrawal).
+    Install(Option<usize>),
+    /// Print this warning (each distinct line once).
+    Warn(String),
+    /// Stop watching: every later operation costs one relaxed load.
+    Stop,
+}
+
+/// One judgement's result.
+#[derive(Clone, Debug, PartialEq)]
+enum Judgement {
+    Match(usize),
+    NoMatch(PlanError),
+    GaveUp,
+    /// More than two steps' worth of operations without a sync: plans cannot apply.
+    NoSync(u64),
+}
+
+/// The operations since one window start, fingerprinted as they arrive (the fingerprint a
+/// tracer started there would compute once the run has a step's length). Only runs no longer
+/// than the longest expected step are kept, so each operation is hashed once per window start
+/// within a step of it (once or twice for a program that syncs once per step) and no
+/// operation is kept.
+struct Run {
+    start: u64,
+    len: usize,
+    hasher: OpStreamHasher,
+}
+
+#[derive(Default)]
+struct Window {
+    /// Sync count when the current window began.
+    sync: u64,
+    /// Sequence number of the next operation.
+    next: u64,
+    producer: HashMap<TensorId, u64>,
+    /// Sequence numbers where windows began (the current one last), within the last
+    /// `2 * longest + 1` operations.
+    starts: VecDeque<u64>,
+    /// Runs from the window starts of the last `longest` operations.
+    runs: Vec<Run>,
+    windows: u32,
+    candidates: u32,
+    /// Fingerprints of the step-sized runs judged so far.
+    observed: BTreeSet<String>,
+    /// The signature line of the operation being recorded (one buffer for all of them).
+    line: String,
+}
+
+impl Window {
+    /// The window the watch starts in: no run begins at its start, which is where the watch
+    /// was installed, not a sync. A plan's step begins after a sync (`step_boundary`), so
+    /// nothing it can match is lost; what the program does before its first sync (building the
+    /// model, often as many operations as a step) is counted, not fingerprinted.
+    fn starting_at(sync: u64) -> Self {
+        Window { sync, starts: [0].into(), ..Window::default() }
+    }
+
+    fn begin_window(&mut self) {
+        self.starts.push_back(self.next);
+        self.runs.push(Run { start: self.next, len: 0, hasher: OpStreamHasher::default() });
+    }
+
+    /// The fingerprint of the `len` operations ending here, when a window began `len`
+    /// operations ago: as a traced step's (reads from before its start dropped, as a recorder
+    /// started there would not have seen them).
+    fn fingerprint(&self, len: usize) -> Option<String> {
+        self.runs.iter().find(|r| r.len == len).map(|r| r.hasher.clone().finish())
+    }
+
+    /// Adds one operation to every run, then drops runs longer than `longest` and window
+    /// starts older than the last `2 * longest + 1` operations.
+    fn push(&mut self, op: &OperationIr, longest: usize) {
+        let seq = self.next;
+        self.next += 1;
+        // Without a run, nothing is fingerprinted: a later run starts after this operation and
+        // drops reads of what it produced anyway.
+        if !self.runs.is_empty() {
+            let reads = crate::recorder::reads_of(op, seq, &mut self.producer);
+            OpSignature::write_line_of(op, &mut self.line);
+            for run in &mut self.runs {
+                let start = run.start;
+                run.hasher.push(&self.line, reads.iter().filter(|&&r| r >= start).map(|&r| (r - start) as u32));
+                run.len += 1;
+            }
+            self.runs.retain(|r| r.len <= longest);
+        }
+        let first = self.next.saturating_sub(2 * longest as u64 + 1);
+        while self.starts.front().is_some_and(|&s| s < first) {
+            self.starts.pop_front();
+        }
+    }
+
+    /// Lengths of the whole windows still held, the one that just ended included (the
+    /// program's steady sync pattern once a judgement is made).
+    fn lengths(&self) -> BTreeSet<u64> {
+        let ends = self.starts.iter().skip(1).copied().chain([self.next]);
+        self.starts.iter().zip(ends).map(|(a, b)| b - a).filter(|&n| n > 0).collect()
+    }
+}
+
+/// After a selecting watch's judgement: the window lengths of the settled program.
+struct Settled {
+    lengths: BTreeSet<u64>,
+    sync: u64,
+    count: u64,
+}
+
+enum Phase {
+    Judging(Window),
+    Settled(Settled),
+}
+
+/// The judge's state; see the module docs of `watch`.
+pub struct Judge {
+    expected: Vec<Expected>,
+    longest: usize,
+    mode: Mode,
+    phase: Phase,
+    /// The entry installed now (None: Burn's own plan).
+    installed: Option<usize>,
+    reopens: u32,
+    /// Window lengths of the program as last settled.
+    lengths: BTreeSet<u64>,
+    /// Operations recorded while judging (what the check's cost is spent on).
+    judged: u64,
+    /// What the watch decided, one line per decision, in order.
+    events: Vec<String>,
+    /// Warnings already given (a program alternating between two unmatched streams warns once).
+    warned: BTreeSet<String>,
+    /// The first decision (what `check` reports).
+    outcome: Option<OpStreamCheck>,
+}
+
+impl Judge {
+    /// A judge over `expected` entries, starting when the device's sync count is `sync`. In
+    /// [`Mode::Confirm`] entry 0 is taken to be installed already.
+    pub fn new(expected: Vec<Expected>, mode: Mode, sync: u64) -> Self {
+        let longest = expected.iter().map(|e| e.ops_per_step).max().unwrap_or(0);
+        Judge {
+            expected,
+            longest,
+            mode,
+            phase: Phase::Judging(Window::starting_at(sync)),
+            installed: (mode == Mode::Confirm).then_some(0),
+            reopens: 0,
+            lengths: BTreeSet::new(),
+            judged: 0,
+            events: Vec::new(),
+            warned: BTreeSet::new(),
+            outcome: None,
+        }
+    }
+
+    /// The entry installed now (None: Burn's own plan).
+    pub fn installed(&self) -> Option<usize> {
+        self.installed
+    }
+
+    /// Every decision so far, one line each.
+    pub fn events(&self) -> &[String] {
+        &self.events
+    }
+
+    /// Operations recorded while judging so far.
+    pub fn judged(&self) -> u64 {
+        self.judged
+    }
+
+    /// The first decision, if one was made.
+    pub fn outcome(&self) -> Option<&OpStreamCheck> {
+        self.outcome.as_ref()
+    }
+
+    /// While judging: whether an operation registered at sync count `sync` would end a window
+    /// (and so may judge). None once settled (nothing to clock then).
+    pub fn would_end_window(&self, sync: u64) -> Option<bool> {
+        match &self.phase {
+            Phase::Judging(w) => Some(w.sync != sync),
+            Phase::Settled(_) => None,
+        }
+    }
+
+    /// One operation registered when the device's sync count was `sync`; what the observer must
+    /// do about it (usually nothing).
+    pub fn op(&mut self, op: &OperationIr, sync: u64) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        match &mut self.phase {
+            Phase::Judging(w) => {
+                self.judged += 1;
+                if let Some(judgement) = record(&self.expected, self.longest, w, op, sync) {
+                    let lengths = w.lengths();
+                    self.decide(judgement, lengths, sync, &mut effects);
+                }
+            }
+            Phase::Settled(settled) => {
+                if settled_op(settled, sync) {
+                    self.reopens += 1;
+                    if self.reopens > MAX_REOPENS {
+                        self.events.push(format!(
+                            "the program's syncs did not settle after {MAX_REOPENS} judgements: stopped watching"
+                        ));
+                        effects.push(Effect::Stop);
+                    } else {
+                        self.events.push("the program's sync pattern changed: judging again".into());
+                        let mut w = Window::starting_at(sync);
+                        let _ = record(&self.expected, self.longest, &mut w, op, sync);
+                        self.phase = Phase::Judging(w);
+                    }
+                }
+            }
+        }
+        effects
+    }
+
+    /// Acts on a judgement: installs, withdraws, warns, and settles or stops watching.
+    fn decide(&mut self, judgement: Judgement, mut lengths: BTreeSet<u64>, sync: u64, effects: &mut Vec<Effect>) {
+        // The same entry again (a window length the settled program had not shown yet, such as
+        // the first steps' split windows giving way to whole ones): its lengths add up.
+        if matches!(judgement, Judgement::Match(i) if self.installed == Some(i)) {
+            lengths.extend(std::mem::take(&mut self.lengths));
+        }
+        self.lengths = lengths.clone();
+        let outcome = match &judgement {
+            Judgement::Match(_) => OpStreamCheck::Confirmed,
+            Judgement::NoMatch(err) => OpStreamCheck::Withdrawn(err.clone()),
+            Judgement::GaveUp | Judgement::NoSync(_) => OpStreamCheck::Unconfirmed,
+        };
+        let ops = self.expected.iter().map(|e| e.ops_per_step.to_string()).collect::<Vec<_>>().join(" or ");
+        match judgement {
+            Judgement::Match(i) if self.installed != Some(i) => {
+                effects.push(Effect::Install(Some(i)));
+                self.installed = Some(i);
+                self.events.push(format!("entry {i} matches the op stream: installed"));
+            }
+            Judgement::Match(i) => self.events.push(format!("entry {i} matches the op stream")),
+            Judgement::NoMatch(err) => {
+                if self.installed.take().is_some() {
+                    effects.push(Effect::Install(None));
+                }
+                self.events.push(format!("no entry matches: {err}"));
+                self.warn_once(crate::load::fallback_warning(&err), effects);
+            }
+            Judgement::GaveUp => {
+                self.events.push("no step-sized window to judge".into());
+                self.withdraw_if_selecting(effects);
+                let what = match self.mode {
+                    Mode::Confirm => "the plan stays installed but its op stream is not confirmed",
+                    Mode::Select => "no entry is installed",
+                };
+                self.warn_once(format!("warning: blaze: no window between two syncs held the plan's {ops} operations in the first {MAX_WINDOWS}; {what} (does the program sync once per step?)"), effects);
+            }
+            Judgement::NoSync(n) => {
+                self.events.push(format!("{n} operations without a sync"));
+                self.withdraw_if_selecting(effects);
+                let what = match self.mode {
+                    Mode::Confirm => "the plan applies to the first step after a sync at most",
+                    Mode::Select => "no entry is installed",
+                };
+                self.warn_once(format!("warning: blaze: over {n} operations ran without a device sync (a step of the plan has {ops}); plans count operations from the last sync, so sync at the start of every step (blaze_burn::step_boundary(&device)); {what}"), effects);
+            }
+        }
+        self.outcome.get_or_insert(outcome);
+        match self.mode {
+            Mode::Confirm => effects.push(Effect::Stop),
+            // The operation being registered began the window after the judged ones: count it.
+            Mode::Select => self.phase = Phase::Settled(Settled { lengths, sync, count: 1 }),
+        }
+    }
+
+    /// A selecting judge that cannot tell which entry runs installs none: an entry chosen for
+    /// the program as it was must not stay on a stream it was never matched to (a confirming
+    /// judge keeps its plan, as its warning says).
+    fn withdraw_if_selecting(&mut self, effects: &mut Vec<Effect>) {
+        if self.mode == Mode::Select && self.installed.take().is_some() {
+            effects.push(Effect::Install(None));
+        }
+    }
+
+    fn warn_once(&mut self, line: String, effects: &mut Vec<Effect>) {
+        if self.warned.insert(line.clone()) {
+            effects.push(Effect::Warn(line));
+        }
+    }
+}
+
+/// A window ended at `w.next`: judge the step-sized runs of whole windows ending here, if there
+/// are any.
+fn window_ended(expected: &[Expected], w: &mut Window) -> Option<Judgement> {
+    w.windows += 1;
+    let lengths: BTreeSet<usize> = expected.iter().map(|e| e.ops_per_step).collect();
+    for len in lengths {
+        let Some(observed) = w.fingerprint(len) else { continue };
+        w.candidates += 1;
+        if let Some(i) = expected.iter().position(|e| e.ops_per_step == len && e.fingerprint == observed) {
+            return Some(Judgement::Match(i));
+        }
+        // A fingerprint seen before means the alignments have come round once (the syncs
+        // repeat every step), so the step's own run was among those judged.
+        let repeated = !w.observed.insert(observed);
+        if repeated || w.candidates >= CANDIDATES {
+            let planned = expected.iter().map(|e| e.fingerprint.clone()).collect::<Vec<_>>().join("` or `");
+            let actual = w.observed.iter().cloned().collect::<Vec<_>>().join("` or `");
+            return Some(Judgement::NoMatch(PlanError::Mismatch { field: "op stream", planned, actual }));
+        }
+    }
+    (w.windows >= MAX_WINDOWS).then_some(Judgement::GaveUp)
+}
+
+/// One operation while judging; the judgement, if this operation began a new window and the
+/// windows so far decide it.
+fn record(expected: &[Expected], longest: usize, w: &mut Window, op: &OperationIr, sync: u64) -> Option<Judgement> {
+    if sync != w.sync {
+        if let Some(judgement) = window_ended(expected, w) {
+            return Some(judgement);
+        }
+        w.sync = sync;
+        w.begin_window();
+    }
+    w.push(op, longest);
+    // The current window's start was trimmed away: it holds more than two steps. Not in the
+    // first window, which also holds whatever the program did before (building the model).
+    (w.starts.is_empty() && w.windows > 0).then(|| Judgement::NoSync(2 * longest as u64 + 1))
+}
+
+/// One operation once settled: true when it ended a window of a length the settled program
+/// never produced.
+fn settled_op(settled: &mut Settled, sync: u64) -> bool {
+    let mut changed = false;
+    if sync != settled.sync {
+        changed = !settled.lengths.is_empty() && !settled.lengths.contains(&settled.count);
+        settled.sync = sync;
+        settled.count = 0;
+    }
+    settled.count += 1;
+    changed
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,186 @@
+//! The judge with made-up programs: operations are drops of 1-d tensors whose size names them,
+//! and a program's step boundary is a sync (the count the patched fuser keeps).
+use super::*;
+use burn::tensor::{DType, Shape};
+use burn_ir::{TensorIr, TensorStatus};
+
+fn op(n: usize) -> OperationIr {
+    OperationIr::Drop(TensorIr {
+        id: TensorId::new(n as u64),
+        shape: Shape::new([n]),
+        status: TensorStatus::ReadOnly,
+        dtype: DType::F32,
+    })
+}
+
+/// The fingerprint of `sizes` run as one step from a sync, as the watch computes it.
+fn fingerprint(sizes: &[usize]) -> String {
+    let (mut hasher, mut line, mut producer) = (OpStreamHasher::default(), String::new(), HashMap::new());
+    for (i, &n) in sizes.iter().enumerate() {
+        let o = op(n);
+        let reads = crate::recorder::reads_of(&o, i as u64, &mut producer);
+        OpSignature::write_line_of(&o, &mut line);
+        hasher.push(&line, reads.iter().map(|&r| r as u32));
+    }
+    hasher.finish()
+}
+
+fn entry(sizes: &[usize]) -> Expected {
+    Expected { fingerprint: fingerprint(sizes), ops_per_step: sizes.len() }
+}
+
+const TRAINING: [usize; 6] = [1, 2, 3, 4, 5, 6];
+const EVALUATION: [usize; 4] = [7, 8, 9, 10];
+/// The training step's length, other operations.
+const OTHER: [usize; 6] = [1, 2, 3, 4, 5, 11];
+
+/// A program the judge watches: its sync count and every effect the judge asked for.
+struct Program {
+    judge: Judge,
+    sync: u64,
+    effects: Vec<Effect>,
+}
+
+impl Program {
+    fn watched(expected: Vec<Expected>, mode: Mode) -> Self {
+        Program { judge: Judge::new(expected, mode, 100), sync: 100, effects: Vec::new() }
+    }
+
+    /// Operations registered without a sync.
+    fn ops(&mut self, sizes: &[usize]) {
+        for &n in sizes {
+            let effects = self.judge.op(&op(n), self.sync);
+            self.effects.extend(effects);
+        }
+    }
+
+    /// `n` steps, each starting with a sync (`blaze_burn::step_boundary`).
+    fn steps(&mut self, sizes: &[usize], n: usize) {
+        for _ in 0..n {
+            self.sync += 1;
+            self.ops(sizes);
+        }
+    }
+
+    fn installs(&self) -> Vec<Option<usize>> {
+        self.effects.iter().filter_map(|e| if let Effect::Install(i) = e { Some(*i) } else { None }).collect()
+    }
+
+    fn warnings(&self) -> Vec<&String> {
+        self.effects.iter().filter_map(|e| if let Effect::Warn(w) = e { Some(w) } else { None }).collect()
+    }
+
+    fn stopped(&self) -> bool {
+        self.effects.contains(&Effect::Stop)
+    }
+}
+
+#[test]
+fn a_selecting_judge_installs_the_entry_whose_stream_matches_after_the_model_is_built() {
+    let mut p = Program::watched(vec![entry(&EVALUATION), entry(&TRAINING)], Mode::Select);
+    // Building the model: as many operations as a step, before the first sync; counted, not judged.
+    p.ops(&OTHER);
+    p.steps(&TRAINING, 1);
+    assert!(p.installs().is_empty(), "nothing decided before a step-sized window ended");
+    p.steps(&TRAINING, 1);
+    assert_eq!(p.installs(), [Some(1)]);
+    assert_eq!(p.judge.installed(), Some(1));
+    assert_eq!(p.judge.outcome(), Some(&OpStreamCheck::Confirmed));
+    assert!(p.warnings().is_empty() && !p.stopped(), "a selecting judge keeps counting");
+    p.steps(&TRAINING, 20);
+    assert_eq!(p.installs(), [Some(1)], "the settled program is not judged again");
+}
+
+#[test]
+fn a_confirming_judge_withdraws_a_plan_whose_stream_differs_with_one_warning() {
+    let mut p = Program::watched(vec![entry(&TRAINING)], Mode::Confirm);
+    assert_eq!(p.judge.installed(), Some(0), "confirming: the plan is installed from the start");
+    p.steps(&OTHER, 4);
+    assert_eq!(p.installs(), [None], "withdrawn once");
+    assert!(p.stopped());
+    assert!(matches!(p.judge.outcome(), Some(OpStreamCheck::Withdrawn(_))), "{:?}", p.judge.outcome());
+    let warnings = p.warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].starts_with("warning: blaze: ") && warnings[0].contains("op stream"), "{}", warnings[0]);
+}
+
+#[test]
+fn a_confirming_judge_confirms_a_matching_stream_and_stops() {
+    let mut p = Program::watched(vec![entry(&TRAINING)], Mode::Confirm);
+    p.steps(&TRAINING, 2);
+    assert!(p.installs().is_empty() && p.warnings().is_empty());
+    assert_eq!(p.judge.outcome(), Some(&OpStreamCheck::Confirmed));
+    assert!(p.stopped());
+}
+
+#[test]
+fn a_regime_switch_reopens_the_judgement_and_installs_the_other_entry() {
+    let mut p = Program::watched(vec![entry(&TRAINING), entry(&EVALUATION)], Mode::Select);
+    p.steps(&TRAINING, 3);
+    assert_eq!(p.installs(), [Some(0)]);
+    // Evaluation: a window of a length the settled program never produced reopens the
+    // judgement (second step); the next window begins a run (third), which the fourth judges.
+    p.steps(&EVALUATION, 4);
+    assert_eq!(p.installs(), [Some(0), Some(1)]);
+    assert!(p.judge.events().iter().any(|e| e.contains("judging again")), "{:?}", p.judge.events());
+    p.steps(&TRAINING, 4);
+    assert_eq!(p.installs(), [Some(0), Some(1), Some(0)], "back to training");
+    assert!(p.warnings().is_empty());
+}
+
+#[test]
+fn a_stream_no_entry_has_after_a_switch_leaves_burns_plan_installed() {
+    let mut p = Program::watched(vec![entry(&TRAINING), entry(&EVALUATION)], Mode::Select);
+    p.steps(&TRAINING, 3);
+    assert_eq!(p.installs(), [Some(0)]);
+    // Five operations a step: no run of whole windows is ever an entry's length.
+    p.steps(&[20, 21, 22, 23, 24], MAX_WINDOWS as usize + 2);
+    assert_eq!(p.installs(), [Some(0), None], "the training entry must not stay on another stream");
+    assert_eq!(p.judge.installed(), None);
+    assert_eq!(p.warnings().len(), 1, "{:?}", p.warnings());
+}
+
+#[test]
+fn a_judge_started_in_the_middle_of_a_step_matches_from_the_next_whole_step() {
+    // A plan loaded late: the watch starts half-way through a step (no sync since).
+    let mut p = Program::watched(vec![entry(&TRAINING)], Mode::Select);
+    p.ops(&TRAINING[3..]);
+    p.steps(&TRAINING, 2);
+    assert_eq!(p.installs(), [Some(0)], "the partial first window is not judged: {:?}", p.judge.events());
+    assert!(p.warnings().is_empty());
+}
+
+#[test]
+fn a_program_without_step_boundaries_is_told_to_sync_and_gets_no_entry() {
+    let mut p = Program::watched(vec![entry(&TRAINING)], Mode::Select);
+    p.steps(&TRAINING, 1);
+    // No sync any more: more than two steps' operations in one window.
+    for _ in 0..4 {
+        p.ops(&TRAINING);
+    }
+    assert!(p.installs().is_empty());
+    assert_eq!(p.judge.outcome(), Some(&OpStreamCheck::Unconfirmed));
+    let warnings = p.warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("without a device sync") && warnings[0].contains("step_boundary"), "{}", warnings[0]);
+}
+
+#[test]
+fn a_confirming_judge_that_never_sees_a_step_sized_window_leaves_the_plan_unconfirmed() {
+    let mut p = Program::watched(vec![entry(&TRAINING)], Mode::Confirm);
+    // Windows of seven operations: no run of whole windows is six long.
+    p.steps(&[1, 2, 3, 4, 5, 6, 7], MAX_WINDOWS as usize + 1);
+    assert!(p.installs().is_empty(), "the plan stays installed");
+    assert_eq!(p.judge.outcome(), Some(&OpStreamCheck::Unconfirmed));
+    assert!(p.stopped());
+    assert!(p.warnings()[0].contains("not confirmed"), "{:?}", p.warnings());
+}
+
+#[test]
+fn only_operations_that_end_a_window_are_clocked_in_full() {
+    let mut p = Program::watched(vec![entry(&TRAINING)], Mode::Select);
+    assert_eq!(p.judge.would_end_window(p.sync), Some(false));
+    assert_eq!(p.judge.would_end_window(p.sync + 1), Some(true));
+    p.steps(&TRAINING, 3);
+    assert_eq!(p.judge.would_end_window(p.sync + 1), None, "settled: nothing to clock");
+}
