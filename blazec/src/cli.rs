@@ -163,7 +163,10 @@ pub fn main_with(resolve: &Resolver) -> i32 {
             }
             Err(anyhow::anyhow!(
                 "{}",
-                blaze_compiler::failure::summarize(&format!("panicked at\n{}", blaze_compiler::failure::panic_text(payload.as_ref())))
+                blaze_compiler::failure::summarize(&format!(
+                    "panicked at\n{}",
+                    blaze_compiler::failure::panic_text(payload.as_ref())
+                ))
             ))
         });
     match outcome.and_then(|()| if explores_here { crate::faults::check_landed(fault) } else { Ok(()) }) {

@@ -1,6 +1,6 @@
 //! blazec: thin binary over blaze-compiler with the built-in workloads.
-use blazec::{Catalog, main_with};
 use blaze_runtime::ModelFactory;
+use blazec::{Catalog, main_with};
 
 struct BuiltIn;
 

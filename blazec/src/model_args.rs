@@ -24,4 +24,3 @@ pub fn resolve_model(resolve: &Resolver, args: &ModelArgs) -> anyhow::Result<Box
         .find(&args.model, args.batch, args.seq)
         .ok_or_else(|| anyhow::anyhow!("unknown model `{}` (see `blazec list`)", args.model))
 }
-

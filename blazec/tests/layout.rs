@@ -39,7 +39,10 @@ fn workspace() -> BTreeMap<String, Crate> {
             .filter(|d| d["kind"].is_null())
             .map(|d| d["name"].as_str().unwrap().to_string())
             .collect();
-        crates.insert(package["name"].as_str().unwrap().to_string(), Crate { dir: manifest.parent().unwrap().into(), deps });
+        crates.insert(
+            package["name"].as_str().unwrap().to_string(),
+            Crate { dir: manifest.parent().unwrap().into(), deps },
+        );
     }
     assert!(crates.len() >= 7, "cargo metadata read: {:?}", crates.keys().collect::<Vec<_>>());
     crates
@@ -50,10 +53,7 @@ fn documented_order() -> Vec<String> {
     let text = std::fs::read_to_string(repo().join("ARCHITECTURE.md")).unwrap();
     let map = text.split("## Crates").nth(1).expect("ARCHITECTURE.md has a `## Crates` section");
     let map = map.split("\n## ").next().unwrap();
-    map.lines()
-        .filter_map(|l| l.strip_prefix("| `"))
-        .map(|l| l.split('`').next().unwrap().to_string())
-        .collect()
+    map.lines().filter_map(|l| l.strip_prefix("| `")).map(|l| l.split('`').next().unwrap().to_string()).collect()
 }
 
 #[test]

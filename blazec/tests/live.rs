@@ -3,9 +3,9 @@
 //! instances before the run; the race runs on the run's own steps, settles, and the schedule's
 //! drift checks run; the run's losses stay within the verification tolerance of Burn's own run.
 mod common;
+use blaze_compiler::live::driver::What;
 use blaze_compiler::tune::verify::VerifyOutcome;
 use blazec::commands::live::LiveRun;
-use blaze_compiler::live::driver::What;
 use common::*;
 
 const MODEL: [&str; 3] = ["chain-32", "--batch", "4"];

@@ -51,7 +51,8 @@ fn race_check_finds_a_large_slowdown_and_reports_every_trial() {
     let cache = dir.join("autotune");
     args.extend(["--autotune-cache", cache.to_str().unwrap(), "-o", out.to_str().unwrap()]);
     let stdout = String::from_utf8_lossy(&ok(&args).stdout).into_owned();
-    let check: blazec::commands::race_check::RaceCheck = ron::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let check: blazec::commands::race_check::RaceCheck =
+        ron::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(check.levels.len(), 2, "{stdout}");
     let (aa, slow) = (&check.levels[0], &check.levels[1]);
     // The A/A level's verdicts are random by design (a false win has probability <= 2.5 % per

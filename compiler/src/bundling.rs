@@ -32,7 +32,8 @@ pub fn add_plans(path: &Path, plans: Vec<PlanFile>, autotune_cache: Option<&Path
         );
     }
     let mut bundle = if path.exists() {
-        Bundle::read(path).with_context(|| format!("--bundle {}: not a bundle this blazec can extend", path.display()))?
+        Bundle::read(path)
+            .with_context(|| format!("--bundle {}: not a bundle this blazec can extend", path.display()))?
     } else {
         Bundle::new()
     };

@@ -137,8 +137,11 @@ mod tests {
     fn a_width_cached_by_position_is_not_the_same_plan_as_the_width_shared() {
         use blaze_ir::plan::{PlanStore, Settings};
         let shared = Candidate::with_settings(1, vec![], Settings::beam_width(Some(3)));
-        let position =
-            Candidate::with_settings(2, vec![], Settings { store: Some(PlanStore::ByPosition), ..Settings::beam_width(Some(3)) });
+        let position = Candidate::with_settings(
+            2,
+            vec![],
+            Settings { store: Some(PlanStore::ByPosition), ..Settings::beam_width(Some(3)) },
+        );
         let again = Candidate::with_settings(3, vec![], Settings::beam_width(Some(3)));
         let same = part(&[&[0, 1]]);
         let parts = [same.clone(), same.clone(), same];

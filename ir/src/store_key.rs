@@ -45,7 +45,8 @@ mod tests {
 
     #[test]
     fn plans_and_the_runtimes_own_policies_never_share_a_store() {
-        let own: Vec<u64> = [EXPLORE_PROBE, UNFUSED].into_iter().chain((1..=64).map(|n| explore_probe(Some(n)))).collect();
+        let own: Vec<u64> =
+            [EXPLORE_PROBE, UNFUSED].into_iter().chain((1..=64).map(|n| explore_probe(Some(n)))).collect();
         let distinct: std::collections::BTreeSet<_> = own.iter().collect();
         assert_eq!(distinct.len(), own.len(), "two of the runtime's policies share a store");
         assert!(own.iter().all(|k| k % 2 == 0 && *k != BURN));

@@ -1,8 +1,8 @@
 //! `blazec bundle`: plan files added to a bundle.
-use blaze_compiler::catalog::Resolver;
-use clap::Args;
 use anyhow::Context;
 use blaze_compiler::bundling::Added;
+use blaze_compiler::catalog::Resolver;
+use clap::Args;
 use std::path::{Path, PathBuf};
 
 /// The arguments of `blazec bundle` (its help is on the command).
@@ -35,7 +35,11 @@ pub fn add(path: &Path, plans: Vec<blaze_ir::PlanFile>, autotune_cache: Option<&
     for added in blaze_compiler::bundling::add_plans(path, plans, autotune_cache)? {
         match added {
             Added::Entry { key, replaced } => {
-                println!("bundle {}: {} the entry for {key}", path.display(), if replaced { "replaced" } else { "added" })
+                println!(
+                    "bundle {}: {} the entry for {key}",
+                    path.display(),
+                    if replaced { "replaced" } else { "added" }
+                )
             }
             Added::Autotune(file) => println!(
                 "bundle {}: {} autotune decisions for this device in {}",

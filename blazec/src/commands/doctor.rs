@@ -1,8 +1,8 @@
 //! `blazec doctor`: does Burn's fusion change this model's numbers?
+use crate::model_args::{ModelArgs, resolve_model};
 use blaze_compiler::catalog::Resolver;
 use clap::Args;
 use std::path::PathBuf;
-use crate::model_args::{ModelArgs, resolve_model};
 
 /// The arguments of `blazec doctor` (its help is on the command).
 #[derive(Args)]

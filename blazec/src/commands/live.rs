@@ -1,11 +1,11 @@
 //! `blazec live <model>`: a training run of a built-in (or harness) model in live mode, with
 //! the report written at the end. Optionally the conditions change mid-run (`--switch-at`
 //! with another batch), so that the drift checks have something to find.
-use blaze_compiler::live::report::LiveReport;
-use blaze_compiler::live::{Live, LiveOptions};
+use crate::commands::tune::RaceArgs;
 use crate::model_args::{ModelArgs, resolve_model};
 use blaze_compiler::catalog::Resolver;
-use crate::commands::tune::RaceArgs;
+use blaze_compiler::live::report::LiveReport;
+use blaze_compiler::live::{Live, LiveOptions};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -74,7 +74,8 @@ pub fn live(resolve: &Resolver, args: &LiveArgs) -> anyhow::Result<()> {
     };
     opts.schedule.first_check = args.first_check;
     opts.schedule.select = args.race.rules();
-    opts.schedule.check = blaze_compiler::tune::race::RaceRules { max_rounds: args.check_rounds, ..opts.schedule.check.clone() };
+    opts.schedule.check =
+        blaze_compiler::tune::race::RaceRules { max_rounds: args.check_rounds, ..opts.schedule.check.clone() };
     let mut progress = crate::progress::progress_printer("live", true);
     let mut live = Live::start(factory.as_ref(), args.model.regime, &opts, &mut progress)?;
     let mut model = factory.build(args.model.regime).map_err(anyhow::Error::msg)?;

@@ -1,8 +1,8 @@
 //! `blazec plan`: a plan file written by hand from a trace.
 use blaze_compiler::catalog::Resolver;
+use blaze_compiler::catalog::read_trace;
 use clap::Args;
 use std::path::PathBuf;
-use blaze_compiler::catalog::read_trace;
 
 /// The arguments of `blazec plan` (its help is on the command).
 #[derive(Args)]
@@ -48,16 +48,8 @@ pub struct PlanArgs {
 }
 
 pub fn run(_resolve: &Resolver, args: PlanArgs) -> anyhow::Result<()> {
-    let PlanArgs { trace,
-            cuts,
-            every_live,
-            max_blocks,
-            max_tasks,
-            store,
-            captured,
-            output,
-            bundle,
-            autotune_cache, } = args;
+    let PlanArgs { trace, cuts, every_live, max_blocks, max_tasks, store, captured, output, bundle, autotune_cache } =
+        args;
     let trace = read_trace(&trace)?;
     let cuts = match every_live {
         Some(k) => trace.live_cut_points().into_iter().step_by(k.max(1)).collect(),
@@ -73,11 +65,8 @@ pub fn run(_resolve: &Resolver, args: PlanArgs) -> anyhow::Result<()> {
     });
     plan.validate()?;
     blaze_compiler::files::write_atomic(&output, &plan.to_ron())?;
-    let settings = if plan.settings.is_default() {
-        String::new()
-    } else {
-        format!(", settings {}", plan.settings.to_text())
-    };
+    let settings =
+        if plan.settings.is_default() { String::new() } else { format!(", settings {}", plan.settings.to_text()) };
     println!(
         "plan with {} cut(s) of {} cut points{settings} written to {}",
         plan.cuts.len(),
@@ -96,4 +85,3 @@ pub fn parse_store(value: &str) -> Result<blaze_ir::plan::PlanStore, String> {
     settings.read_word(&format!("store={value}"))?;
     settings.store.ok_or_else(|| format!("`{value}`: expected shared or position"))
 }
-

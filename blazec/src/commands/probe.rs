@@ -1,8 +1,8 @@
 //! `blazec probe`: what one arm computes on a fresh seeded instance.
+use crate::model_args::{ModelArgs, resolve_model};
 use blaze_compiler::catalog::Resolver;
 use clap::Args;
 use std::path::PathBuf;
-use crate::model_args::{ModelArgs, resolve_model};
 
 /// The arguments of `blazec probe` (its help is on the command).
 #[derive(Args)]
@@ -29,9 +29,8 @@ pub fn run(resolve: &Resolver, args: ProbeArgs) -> anyhow::Result<()> {
         "burn" => blaze_compiler::candidate::Candidate::new(0, vec![]),
         "fusion-off" => blaze_compiler::candidate::Candidate::fusion_off(1),
         path => {
-            let plan = blaze_ir::PlanFile::read(std::path::Path::new(path)).map_err(|e| {
-                anyhow::anyhow!("--arm {path}: not burn, fusion-off or a usable plan file ({e})")
-            })?;
+            let plan = blaze_ir::PlanFile::read(std::path::Path::new(path))
+                .map_err(|e| anyhow::anyhow!("--arm {path}: not burn, fusion-off or a usable plan file ({e})"))?;
             blaze_compiler::candidate::Candidate::with_settings(1, plan.cuts, plan.settings)
         }
     };

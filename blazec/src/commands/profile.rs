@@ -1,8 +1,8 @@
 //! `blazec profile`: where a step's time goes, block by block.
+use crate::model_args::{ModelArgs, resolve_model};
 use blaze_compiler::catalog::Resolver;
 use clap::Args;
 use std::path::PathBuf;
-use crate::model_args::{ModelArgs, resolve_model};
 
 /// The arguments of `blazec profile` (its help is on the command).
 #[derive(Args)]

@@ -8,13 +8,13 @@
 //! block's sync adds exactly its time but the step it is compared with is itself noisy.
 //! All levels run in one process on one model instance, so they share compilation, autotune
 //! and settling.
-use blaze_compiler::candidate::Candidate;
 use crate::model_args::{ModelArgs, resolve_model};
+use anyhow::Context;
+use blaze_compiler::candidate::Candidate;
 use blaze_compiler::catalog::Resolver;
 use blaze_compiler::files::{to_ron, write_atomic};
 use blaze_compiler::tune::measure::{Slowdown, VisitShape, race_on_device};
 use blaze_compiler::tune::race::{Race, RaceRules, Standing, Stop, Verdict};
-use anyhow::Context;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
@@ -87,8 +87,9 @@ pub struct RaceCheck {
 pub fn race_check(resolve: &Resolver, args: &RaceCheckArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.trials > 0, "--trials must be at least 1");
     anyhow::ensure!(args.slowdown.iter().all(|s| (0.0..=10.0).contains(s)), "--slowdown fractions must be in 0..=10");
-    let cache =
-        blaze_compiler::autotune::pin_autotune_cache(&args.autotune_cache.clone().unwrap_or_else(cubecl::environment::root))?;
+    let cache = blaze_compiler::autotune::pin_autotune_cache(
+        &args.autotune_cache.clone().unwrap_or_else(cubecl::environment::root),
+    )?;
     let factory = resolve_model(resolve, &args.model)?;
     let mut model = factory.build(args.model.regime).map_err(anyhow::Error::msg)?;
     // Cold cost: compilation, autotune (unless the pinned cache already holds the decisions)
@@ -220,7 +221,8 @@ pub fn table(c: &RaceCheck) -> String {
     for l in &c.levels {
         let cal = l.calibration.as_ref().map_or("–".into(), |s| format!("{:.4} [{:.4}, {:.4}]", s.ratio, s.lo, s.hi));
         let rounds: Vec<f64> = l.trials.iter().map(|t| t.rounds as f64).collect();
-        let median = if rounds.is_empty() { "–".to_string() } else { format!("{}", blaze_compiler::stats::median(&rounds)) };
+        let median =
+            if rounds.is_empty() { "–".to_string() } else { format!("{}", blaze_compiler::stats::median(&rounds)) };
         let _ = writeln!(
             md,
             "| {:.3} | {cal} | {} | {} | {} | {} | {} | {median} |",

@@ -1,10 +1,10 @@
 //! `blazec space`: a trace's candidate plans, collapsed by the e-graph and confirmed on the device.
 use blaze_compiler::catalog::Resolver;
+use blaze_compiler::catalog::factory_of_trace;
+use blaze_compiler::catalog::read_trace;
 use blaze_compiler::space::Enumeration;
 use clap::Args;
 use std::path::PathBuf;
-use blaze_compiler::catalog::read_trace;
-use blaze_compiler::catalog::factory_of_trace;
 
 /// The arguments of `blazec space` (its help is on the command).
 #[derive(Args)]
@@ -64,8 +64,7 @@ pub fn run(resolve: &Resolver, args: SpaceArgs) -> anyhow::Result<()> {
     }
     let factory = factory_of_trace(resolve, &trace)?;
     let mut progress = crate::progress::progress_printer("space", false);
-    let report =
-        blaze_compiler::space::explore_space(factory.as_ref(), &trace, how, check_egraph, &mut progress)?;
+    let report = blaze_compiler::space::explore_space(factory.as_ref(), &trace, how, check_egraph, &mut progress)?;
     println!("{}", blaze_compiler::space::summary(&report));
     if let Some(out) = output {
         blaze_compiler::files::write_atomic(&out, &blaze_compiler::files::to_ron(&report))?;

@@ -28,7 +28,9 @@ fn parse(text: &str) -> anyhow::Result<Vec<f64>> {
     let numbers = text
         .split(|c: char| c.is_whitespace() || c == ',')
         .filter(|w| !w.is_empty())
-        .map(|w| w.parse::<f64>().ok().filter(|x| x.is_finite()).ok_or_else(|| anyhow::anyhow!("`{w}`: not a finite number")))
+        .map(|w| {
+            w.parse::<f64>().ok().filter(|x| x.is_finite()).ok_or_else(|| anyhow::anyhow!("`{w}`: not a finite number"))
+        })
         .collect::<anyhow::Result<Vec<_>>>()?;
     anyhow::ensure!(!numbers.is_empty(), "no numbers on stdin");
     Ok(numbers)

@@ -1,8 +1,8 @@
 //! `blazec trace`: a model's op stream, Burn's executed partition and its cut points.
+use crate::model_args::{ModelArgs, resolve_model};
 use blaze_compiler::catalog::Resolver;
 use clap::Args;
 use std::path::PathBuf;
-use crate::model_args::{ModelArgs, resolve_model};
 
 /// The arguments of `blazec trace` (its help is on the command).
 #[derive(Args)]
@@ -31,8 +31,10 @@ pub struct TraceArgs {
 pub fn run(resolve: &Resolver, args: TraceArgs) -> anyhow::Result<()> {
     let TraceArgs { model, warmup, output, dot, text, max_blocks } = args;
     let factory = resolve_model(resolve, &model)?;
-    let trace =
-        blaze_compiler::tracer::trace(factory.as_ref(), &blaze_compiler::tracer::TraceOptions { regime: model.regime, warmup, max_blocks })?;
+    let trace = blaze_compiler::tracer::trace(
+        factory.as_ref(),
+        &blaze_compiler::tracer::TraceOptions { regime: model.regime, warmup, max_blocks },
+    )?;
     blaze_compiler::files::write_atomic(&output, &trace.to_ron())?;
     if let Some(dot) = dot {
         blaze_compiler::files::write_atomic(&dot, &trace.to_dot())?;

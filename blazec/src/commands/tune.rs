@@ -1,16 +1,16 @@
 //! `blazec tune` front end: device check, the pinned autotune cache, the fusion-off
 //! cross-check process, the worker's pipeline and its atomic outputs (the supervising side is
 //! `tune/supervise.rs`).
-use blaze_compiler::autotune::{AUTOTUNE_CACHE_ENV, pin_autotune_cache};
 use crate::model_args::{ModelArgs, resolve_model};
+use crate::progress::progress_printer;
+use anyhow::{Context, bail};
+use blaze_compiler::autotune::{AUTOTUNE_CACHE_ENV, pin_autotune_cache};
 use blaze_compiler::catalog::Resolver;
 use blaze_compiler::files::{to_ron, write_atomic};
-use crate::progress::progress_printer;
 use blaze_compiler::stats::Summary;
 use blaze_compiler::tune::measure::Slowdown;
 use blaze_compiler::tune::race::RaceRules;
 use blaze_compiler::tune::{FusionOffChild, TuneOptions, journal, report, tune};
-use anyhow::{Context, bail};
 use clap::Args;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -191,11 +191,14 @@ pub fn run_tune(resolve: &Resolver, args: &TuneArgs) -> anyhow::Result<()> {
             Some(fusion_off_child(&args.model, 20)?)
         }
     };
-    blaze_compiler::tune::supervise::supervise(&blaze_compiler::tune::supervise::Supervision {
-        hang_timeout: args.hang_timeout,
-        greedy: args.greedy.is_some(),
-        fusion_off,
-    }, &mut |line| eprintln!("blazec tune: {line}"))
+    blaze_compiler::tune::supervise::supervise(
+        &blaze_compiler::tune::supervise::Supervision {
+            hang_timeout: args.hang_timeout,
+            greedy: args.greedy.is_some(),
+            fusion_off,
+        },
+        &mut |line| eprintln!("blazec tune: {line}"),
+    )
 }
 
 /// The pipeline, in the worker process; writes every output atomically at the end, and the
@@ -274,7 +277,12 @@ pub const PROCESS_RACE_PENDING: &str =
     "submission batch: the race across processes had not ended when this was written";
 
 /// The results file, the report (markdown and svg) and the plan, each written atomically.
-fn write_outputs(args: &TuneArgs, dir: &Path, stem: &str, result: &blaze_compiler::tune::TuneResult) -> anyhow::Result<()> {
+fn write_outputs(
+    args: &TuneArgs,
+    dir: &Path,
+    stem: &str,
+    result: &blaze_compiler::tune::TuneResult,
+) -> anyhow::Result<()> {
     write_atomic(&dir.join(format!("{stem}.results.ron")), &to_ron(result))?;
     write_atomic(&dir.join(format!("{stem}.report.md")), &report::markdown(result))?;
     write_atomic(&dir.join(format!("{stem}.report.svg")), &report::svg(result))?;

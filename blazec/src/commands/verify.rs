@@ -1,9 +1,9 @@
 //! `blazec verify`: the verification gate run directly.
 use blaze_compiler::catalog::Resolver;
+use blaze_compiler::catalog::factory_named;
+use blaze_compiler::catalog::read_trace;
 use clap::Args;
 use std::path::PathBuf;
-use blaze_compiler::catalog::read_trace;
-use blaze_compiler::catalog::factory_named;
 
 /// The arguments of `blazec verify` (its help is on the command).
 #[derive(Args)]

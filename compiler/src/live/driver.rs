@@ -219,7 +219,8 @@ impl Driver {
 
     fn selection_race(&self, now: Duration) -> Race {
         let arms: Vec<usize> = (0..self.arms_total).collect();
-        let candidates: Vec<Candidate> = (1..self.arms_total).map(|id| Candidate { id, can_win: self.can_win[id] }).collect();
+        let candidates: Vec<Candidate> =
+            (1..self.arms_total).map(|id| Candidate { id, can_win: self.can_win[id] }).collect();
         Race::new(RaceState::new(&candidates, &self.schedule.select), arms, now, false)
     }
 

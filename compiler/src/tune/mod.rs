@@ -14,13 +14,13 @@ pub mod verify;
 use crate::candidate::Candidate;
 use crate::confirm::{confirm, executed_partitions};
 use crate::space::{Enumeration, request};
+use crate::stats::Summary;
 use crate::tracer::{TraceOptions, trace};
 use blaze_ir::plan::{DeviceInfo, Measurements, PlanStore, Regime, Settings};
 use blaze_runtime::{Model, ModelFactory};
 use measure::VisitShape;
 use race::{Race, RaceRules, Standing, Verdict};
 use serde::{Deserialize, Serialize};
-use crate::stats::Summary;
 use std::time::Instant;
 use verify::VerifyOutcome;
 
@@ -256,7 +256,8 @@ impl Tune<'_> {
         // executes Burn's partition.
         let first_setting = cands.len();
         cands.extend(settings_candidates(first_setting, &opts.max_blocks, opts.by_position));
-        let mut to_confirm: Vec<usize> = canon.representatives().into_iter().chain(first_setting..cands.len()).collect();
+        let mut to_confirm: Vec<usize> =
+            canon.representatives().into_iter().chain(first_setting..cands.len()).collect();
         if opts.cuts_per_width > 0 && opts.greedy.is_none() {
             for &width in &opts.max_blocks {
                 (self.progress)(&format!("trace at beam width {width}"));

@@ -6,8 +6,8 @@
 //! blazec command: `user-model trace tiny-mlp-lm -o t.ron`, `user-model tune …`, `… run --plan`.
 //! `user-model train --bundle model.blaze` is the user's own training program, started with
 //! the one call `blaze_burn::init` (serve.rs).
-use blazec::{Catalog, main_with};
 use blaze_runtime::ModelFactory;
+use blazec::{Catalog, main_with};
 
 mod model;
 mod serve;

@@ -237,7 +237,10 @@ fn execution_words_round_trip_and_eager_strips_them() {
 #[test]
 fn older_plan_files_verification_text_reads_as_the_typed_record() {
     let cases = [
-        ("Verified { identical: true, max_rel_diff: 0.0 }", VerifyOutcome::Verified { identical: true, max_rel_diff: 0.0 }),
+        (
+            "Verified { identical: true, max_rel_diff: 0.0 }",
+            VerifyOutcome::Verified { identical: true, max_rel_diff: 0.0 },
+        ),
         (
             "Verified { identical: false, max_rel_diff: 2.0434913e-7 }",
             VerifyOutcome::Verified { identical: false, max_rel_diff: 2.0434913e-7 },

@@ -25,14 +25,14 @@
 //! effects.
 mod judge;
 
-pub use judge::Effect;
+use crate::thread_clock::SampledClock;
 use blaze_ir::PlanError;
 use burn_fusion::observer::{BlockOperations, FusionObservation, FusionObserver};
 use burn_ir::OperationIr;
+pub use judge::Effect;
 use judge::Judge;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use crate::thread_clock::SampledClock;
 use std::time::Duration;
 
 /// Windows (sync to sync) looked at before giving up on a judgement.
