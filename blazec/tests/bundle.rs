@@ -215,7 +215,7 @@ fn bundle_adds_plan_files_validating_each_first() {
     assert_eq!(held.entries.len(), 2);
     for file in [&training, &forward] {
         let plan = PlanFile::read(std::path::Path::new(file)).unwrap();
-        assert!(held.entries.iter().any(|e| *e == plan), "{file} is held as it was written");
+        assert!(held.entries.contains(&plan), "{file} is held as it was written");
     }
 
     let again = String::from_utf8_lossy(&ok(&["bundle", path.to_str().unwrap(), &forward]).stdout).into_owned();

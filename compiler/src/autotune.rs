@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 /// Exports the autotune decisions under `cache_root` for the bundle at `bundle`, made on
 /// `device`; the file goes to `<bundle>.autotune/<device>.cubecl` and is added to (or replaces
 /// this device's file in) the bundle, which must already exist.
-pub fn export_into(bundle: &Path, cache_root: &Path, device: &DeviceInfo) -> anyhow::Result<AutotuneFile> {
+pub(crate) fn export_into(bundle: &Path, cache_root: &Path, device: &DeviceInfo) -> anyhow::Result<AutotuneFile> {
     let mut held = blaze_ir::Bundle::read(bundle)
         .with_context(|| format!("--bundle {}: not a bundle this blazec can extend", bundle.display()))?;
     let name = bundle.file_name().context("the bundle path has no file name")?.to_string_lossy().into_owned();

@@ -49,7 +49,7 @@ impl Candidate {
         self.settings.is_captured()
     }
 
-    pub fn is_burn(&self) -> bool {
+    pub(crate) fn is_burn(&self) -> bool {
         self.cuts.is_empty() && !self.unfused && self.settings.is_default()
     }
 

@@ -27,12 +27,12 @@ pub fn factory_of_trace(resolve: &Resolver, trace: &blaze_ir::Trace) -> anyhow::
 
 /// The factory of the model a trace or plan names (the name records any test shapes).
 pub fn factory_named(resolve: &Resolver, model: &str) -> anyhow::Result<Box<dyn ModelFactory>> {
-    let named = |f: &Box<dyn ModelFactory>| f.name() == model;
+    let named = |f: Box<dyn ModelFactory>| (f.name() == model).then_some(f);
     // A name with a recorded test shape (`attention-d257-b2s32`) first, then the name as it is,
     // so a model whose own name contains `-b` (`tiny-bert`) is found too.
     split_shape_suffix(model)
-        .and_then(|(base, batch, seq)| resolve.find(base, Some(batch), seq).filter(named))
-        .or_else(|| resolve.find(model, None, None).filter(named))
+        .and_then(|(base, batch, seq)| resolve.find(base, Some(batch), seq).and_then(named))
+        .or_else(|| resolve.find(model, None, None).and_then(named))
         .ok_or_else(|| anyhow::anyhow!("the model `{model}` is not known to this binary (see `list`)"))
 }
 

@@ -14,10 +14,10 @@ use blaze_ir::{BoundaryId, Trace};
 use serde::{Deserialize, Serialize};
 
 /// Operations compared on each side of a cut point.
-pub const CONTEXT: usize = 2;
+pub(crate) const CONTEXT: usize = 2;
 /// At most this many repeating classes: every combination is requested; more: one request per
 /// class, largest first (the race, or `tune --greedy`, combines them).
-pub const EXHAUSTIVE_CLASSES: usize = 4;
+pub(crate) const EXHAUSTIVE_CLASSES: usize = 4;
 
 /// One class: the cut points with the same surroundings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -61,7 +61,7 @@ fn context_text(trace: &Trace, at: usize) -> String {
 /// Class-level requests, Burn's plan first: every combination of the repeating classes when
 /// there are at most [`EXHAUSTIVE_CLASSES`], otherwise one request per repeating class, largest
 /// first; at most `budget` requests in all.
-pub fn class_candidates(classes: &[CutClass], budget: usize) -> Vec<Candidate> {
+pub(crate) fn class_candidates(classes: &[CutClass], budget: usize) -> Vec<Candidate> {
     let mut repeating: Vec<&CutClass> = classes.iter().filter(|c| c.members.len() > 1).collect();
     repeating.sort_by_key(|c| std::cmp::Reverse(c.members.len()));
     let sets: Vec<Vec<&CutClass>> = if repeating.len() <= EXHAUSTIVE_CLASSES {
@@ -140,7 +140,7 @@ mod tests {
         let t = layered(6);
         let c = classes(&t);
         let repeating = c.iter().filter(|c| c.members.len() > 1).count();
-        assert!(repeating >= 2 && repeating <= EXHAUSTIVE_CLASSES, "{c:#?}");
+        assert!((2..=EXHAUSTIVE_CLASSES).contains(&repeating), "{c:#?}");
         let cands = class_candidates(&c, 100);
         assert!(cands[0].is_burn());
         assert_eq!(cands.len(), 1 + (1 << repeating) - 1);

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 /// Steps run under a newly installed plan before its partition is recorded: the first switches
 /// plan stores and explores; the second explores what step-specific differences left over.
-pub const CONFIRM_WARMUP: u32 = 2;
+pub(crate) const CONFIRM_WARMUP: u32 = 2;
 
 /// Called with a candidate's id whenever one is installed: the tune worker's journal
 /// (`tune::journal::installed`), set by the worker, so that this stage knows nothing of it.
@@ -37,7 +37,7 @@ pub fn install(candidate: &Candidate) {
 }
 
 /// Executed partition of every candidate, in order, on one model instance.
-pub fn executed_partitions(
+pub(crate) fn executed_partitions(
     model: &mut dyn Model,
     candidates: &[&Candidate],
     mut progress: impl FnMut(usize, usize),

@@ -25,7 +25,7 @@ pub struct Minimal<T> {
 /// Finds a 1-minimal subset of `suspects` for which `check` passes. `check` must pass on the
 /// whole set (the caller verifies that first). At most `max_probes` probes; when they run out,
 /// the smallest passing set found so far is returned (still passing, maybe not minimal).
-pub fn ddmin<T: Clone + Ord>(
+pub(crate) fn ddmin<T: Clone + Ord>(
     suspects: &[T],
     max_probes: usize,
     mut check: impl FnMut(&[T]) -> Probe,

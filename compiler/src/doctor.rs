@@ -205,7 +205,7 @@ pub fn fused_blocks(trace: &Trace) -> Vec<Block> {
 }
 
 /// How many of `blocks` outside `culprits` execute exactly as before in `after`.
-pub fn unchanged_blocks(blocks: &[Block], culprits: &[usize], after: &blaze_ir::ExecutedPartition) -> usize {
+pub(crate) fn unchanged_blocks(blocks: &[Block], culprits: &[usize], after: &blaze_ir::ExecutedPartition) -> usize {
     let executed: std::collections::BTreeSet<Vec<u32>> =
         after.fused_blocks_sorted().into_iter().map(|(_, ops)| ops).collect();
     let ops = |b: &Block| b.ops.iter().map(|(o, _)| *o).collect::<Vec<u32>>();
@@ -213,7 +213,7 @@ pub fn unchanged_blocks(blocks: &[Block], culprits: &[usize], after: &blaze_ir::
 }
 
 /// Cuts before every operation but the first of each chosen block.
-pub fn cuts_of(blocks: &[Block], chosen: &[usize]) -> Vec<BoundaryId> {
+pub(crate) fn cuts_of(blocks: &[Block], chosen: &[usize]) -> Vec<BoundaryId> {
     chosen.iter().flat_map(|&i| blocks[i].ops.iter().skip(1).map(|(o, _)| BoundaryId(*o as u64))).collect()
 }
 

@@ -51,7 +51,7 @@ pub fn record_step(model: &mut dyn Model, capture: bool) -> (RecordedStep, StepO
 }
 
 /// Times one step in milliseconds, device synchronised at both ends.
-pub fn timed_step(model: &mut dyn Model) -> (f64, StepOutput) {
+pub(crate) fn timed_step(model: &mut dyn Model) -> (f64, StepOutput) {
     model.sync();
     let start = Instant::now();
     let out = model.step(false);

@@ -11,7 +11,7 @@ use crate::candidate::Candidate;
 use blaze_ir::BoundaryId;
 use std::collections::BTreeSet;
 
-pub const EXHAUSTIVE_MAX: usize = 10;
+pub(crate) const EXHAUSTIVE_MAX: usize = 10;
 
 /// Candidate plans over `cut_points` (Burn's plan first). Deterministic for a given seed.
 pub fn enumerate(cut_points: &[BoundaryId], budget: usize, seed: u64) -> Vec<Candidate> {

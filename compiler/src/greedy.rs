@@ -16,7 +16,7 @@ pub struct GreedyPath {
 }
 
 /// Every cut point as a unit of its own.
-pub fn single_cuts(points: &[BoundaryId]) -> Vec<Vec<BoundaryId>> {
+pub(crate) fn single_cuts(points: &[BoundaryId]) -> Vec<Vec<BoundaryId>> {
     points.iter().map(|&p| vec![p]).collect()
 }
 

@@ -6,10 +6,10 @@
 use std::time::Duration;
 
 /// Set by a blazec parent in its child's environment.
-pub const ENV: &str = "BLAZE_EXIT_WITH_PARENT";
+pub(crate) const ENV: &str = "BLAZE_EXIT_WITH_PARENT";
 
 /// Exit code of a child whose parent went away (as for SIGINT).
-pub const ORPHANED_EXIT: i32 = 130;
+pub(crate) const ORPHANED_EXIT: i32 = 130;
 
 /// Starts the watch when [`ENV`] is set; does nothing otherwise.
 pub fn exit_with_parent_if_asked() {

@@ -21,13 +21,13 @@ use std::time::Instant;
 
 /// Share of the step the fusion thread spends inside blocks above which the step is called
 /// host-bound, and below which it is called device-bound.
-pub const HOST_BOUND: f64 = 0.7;
-pub const DEVICE_BOUND: f64 = 0.3;
+pub(crate) const HOST_BOUND: f64 = 0.7;
+pub(crate) const DEVICE_BOUND: f64 = 0.3;
 /// Share of the step the device spends running the blocks' kernels at or above which the step
 /// is called bound by device work (below it, by fixed per-step cost).
-pub const DEVICE_BUSY: f64 = 0.7;
+pub(crate) const DEVICE_BUSY: f64 = 0.7;
 /// Profiled steps per arm for device times (each is slow: one submission per block).
-pub const DEVICE_STEPS: u32 = 5;
+pub(crate) const DEVICE_STEPS: u32 = 5;
 
 /// One executed block.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -72,12 +72,12 @@ pub struct ArmProfile {
 
 impl ArmProfile {
     /// Share of the step spent in blocks on the fusion thread.
-    pub fn host_share(&self) -> f64 {
+    pub(crate) fn host_share(&self) -> f64 {
         self.host_ms / self.step_ms
     }
 
     /// Share of the step the device spends running the blocks' kernels.
-    pub fn device_share(&self) -> Option<f64> {
+    pub(crate) fn device_share(&self) -> Option<f64> {
         self.device_ms.map(|d| d / self.step_ms)
     }
 

@@ -42,7 +42,7 @@ impl Summary {
 }
 
 /// Linear-interpolated quantile of sorted data.
-pub fn quantile(sorted: &[f64], q: f64) -> f64 {
+pub(crate) fn quantile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }
@@ -88,7 +88,7 @@ pub fn median(d: &[f64]) -> f64 {
 }
 
 /// `P(B <= k)` for `B ~ Bin(n, 1/2)`, summed in log space so large `n` does not underflow.
-pub fn binomial_half_cdf(k: usize, n: usize) -> f64 {
+pub(crate) fn binomial_half_cdf(k: usize, n: usize) -> f64 {
     if k >= n {
         return 1.0;
     }
@@ -107,7 +107,7 @@ pub fn binomial_half_cdf(k: usize, n: usize) -> f64 {
 /// Holm's step-down over `p` at family-wise level `alpha`, for a family of `family` hypotheses
 /// (at least `p.len()`; hypotheses already rejected earlier are not counted). Returns, per
 /// hypothesis, the level it was tested at if rejected, `None` otherwise.
-pub fn holm(p: &[f64], alpha: f64, family: usize) -> Vec<Option<f64>> {
+pub(crate) fn holm(p: &[f64], alpha: f64, family: usize) -> Vec<Option<f64>> {
     let family = family.max(p.len());
     let mut order: Vec<usize> = (0..p.len()).collect();
     order.sort_by(|&a, &b| p[a].total_cmp(&p[b]));

@@ -185,10 +185,10 @@ impl Model for Captured {
             }
             return out;
         }
-        if self.state == (CaptureState::Warming { eager_steps: 0 }) {
-            if let Err(cause) = hold_state_in_place(self.inner.as_mut()) {
-                self.fall_back(format!("cannot be recorded: {cause}"));
-            }
+        if self.state == (CaptureState::Warming { eager_steps: 0 })
+            && let Err(cause) = hold_state_in_place(self.inner.as_mut())
+        {
+            self.fall_back(format!("cannot be recorded: {cause}"));
         }
         let out = match self.state.clone() {
             CaptureState::Warming { eager_steps } if eager_steps < self.warm_steps => {

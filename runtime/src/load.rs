@@ -9,6 +9,8 @@ use std::sync::Arc;
 
 /// What `load_plan` did.
 #[derive(Debug)]
+// One outcome per program start: the size of the applied handle does not matter.
+#[allow(clippy::large_enum_variant)]
 pub enum LoadOutcome {
     /// The plan is installed; its cuts apply from the next sync.
     Applied(PlanHandle),

@@ -74,7 +74,7 @@ impl SampledClock {
         self.random ^= self.random << 17;
         if always {
             Span(Some((ThreadClock::now(), 1.0)))
-        } else if self.random % Self::EVERY == 0 {
+        } else if self.random.is_multiple_of(Self::EVERY) {
             Span(Some((ThreadClock::now(), Self::EVERY as f64)))
         } else {
             Span(None)

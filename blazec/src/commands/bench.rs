@@ -107,7 +107,7 @@ fn write_rows(path: &Path, rows: &[BenchRow]) -> anyhow::Result<()> {
         date: blaze_compiler::files::now_utc(),
         rows: rows.to_vec(),
     };
-    Ok(write_atomic(path, &to_ron(&file))?)
+    write_atomic(path, &to_ron(&file))
 }
 
 /// `--table`: merges earlier results files and prints their table with each row's source.

@@ -17,7 +17,7 @@ const REDUCTIONS: [&str; 10] =
     ["SumDim", "MeanDim", "ProdDim", "ArgMax", "ArgMin", "MinDim", "MaxDim", "MaxAbsDim", "AnyDim", "AllDim"];
 
 impl Facts {
-    pub fn from_trace(trace: &Trace) -> Self {
+    pub(crate) fn from_trace(trace: &Trace) -> Self {
         let blocks =
             trace.partition.fused_blocks_sorted().into_iter().map(|(i, members)| (i as u32, members)).collect();
         let reductions = trace
@@ -31,7 +31,7 @@ impl Facts {
 
     /// The splits a cut before operation `n` causes: (block, index of the first member on
     /// the cut's right side), for every fused block with members on both sides.
-    pub fn splits_of(&self, n: u64) -> Vec<(u32, u32)> {
+    pub(crate) fn splits_of(&self, n: u64) -> Vec<(u32, u32)> {
         self.blocks
             .iter()
             .filter_map(|(&b, members)| {

@@ -5,7 +5,7 @@ define_language! {
     /// `(plan a b …)`: a set of atoms. Atoms: `(cut N)` a requested cut before operation N;
     /// `(split B I)` block B of Burn's plan split before its I-th member; `(splits …)` the
     /// splits one cut causes; `none` a cut that changes nothing.
-    pub enum PlanLang {
+    pub(crate) enum PlanLang {
         "plan" = Plan(Vec<Id>),
         "cut" = Cut([Id; 1]),
         "splits" = Splits(Vec<Id>),

@@ -16,15 +16,15 @@ pub mod rules;
 use crate::candidate::Candidate;
 use egg::{EGraph, Id, RecExpr, Runner};
 pub use facts::Facts;
-pub use lang::PlanLang;
+pub(crate) use lang::PlanLang;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// Bounds of the e-graph run.
-pub const ITER_LIMIT: usize = 30;
-pub const NODE_LIMIT: usize = 200_000;
-pub const TIME_LIMIT: Duration = Duration::from_secs(20);
+pub(crate) const ITER_LIMIT: usize = 30;
+pub(crate) const NODE_LIMIT: usize = 200_000;
+pub(crate) const TIME_LIMIT: Duration = Duration::from_secs(20);
 
 /// The outcome: candidates grouped by e-class, in first-request order.
 #[derive(Clone, Debug, PartialEq)]
@@ -49,7 +49,7 @@ impl Canonical {
 }
 
 /// The term of a request.
-pub fn term(candidate: &Candidate) -> RecExpr<PlanLang> {
+pub(crate) fn term(candidate: &Candidate) -> RecExpr<PlanLang> {
     let mut expr = RecExpr::default();
     let cuts: Vec<Id> = candidate
         .cuts

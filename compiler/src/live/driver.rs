@@ -22,7 +22,7 @@ pub trait Arms {
 }
 
 /// Wall time since some fixed start.
-pub trait Clock {
+pub(crate) trait Clock {
     fn now(&self) -> Duration;
 }
 
@@ -77,6 +77,8 @@ pub struct ArmCost {
     pub samples: Vec<f64>,
 }
 
+// One phase per live run: the size of a race in progress does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Phase {
     Sizing { times: Vec<f64> },
     Racing(Race),
@@ -152,7 +154,7 @@ impl Driver {
     }
 
     /// The step at which the first selection settled.
-    pub fn first_settle(&self) -> Option<u64> {
+    pub(crate) fn first_settle(&self) -> Option<u64> {
         self.events.iter().find(|e| matches!(e.what, What::Settled { .. })).map(|e| e.step)
     }
 
@@ -162,7 +164,7 @@ impl Driver {
     }
 
     /// Before a step: installs the arm the step must run under.
-    pub fn before_step(&mut self, arms: &mut dyn Arms, clock: &dyn Clock) {
+    pub(crate) fn before_step(&mut self, arms: &mut dyn Arms, clock: &dyn Clock) {
         let arm = self.arm_now();
         if self.installed != Some(arm) {
             arms.install(arm);
@@ -172,7 +174,7 @@ impl Driver {
     }
 
     /// After the step (its results read back, so the device is done): records its time.
-    pub fn after_step(&mut self, clock: &dyn Clock) {
+    pub(crate) fn after_step(&mut self, clock: &dyn Clock) {
         let now = clock.now();
         let ms = (now - self.step_start).as_secs_f64() * 1e3;
         let arm = self.installed.unwrap_or(BURN);

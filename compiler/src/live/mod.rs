@@ -30,11 +30,11 @@ use report::{Arm, LiveReport};
 use std::time::{Duration, Instant};
 
 /// The environment switch: `1`/`on` turns live mode on, anything else (or unset) leaves it off.
-pub const LIVE_ENV: &str = "BLAZE_LIVE";
+pub(crate) const LIVE_ENV: &str = "BLAZE_LIVE";
 /// Steps before the first drift check (default [`Schedule::default`]'s).
-pub const FIRST_CHECK_ENV: &str = "BLAZE_LIVE_FIRST_CHECK";
+pub(crate) const FIRST_CHECK_ENV: &str = "BLAZE_LIVE_FIRST_CHECK";
 /// A shipped bundle (or plan file) whose entry for this run joins the race as an arm.
-pub const BUNDLE_ENV: &str = "BLAZE_LIVE_BUNDLE";
+pub(crate) const BUNDLE_ENV: &str = "BLAZE_LIVE_BUNDLE";
 
 /// Which arms a live run prepares, and its schedule.
 #[derive(Clone, Debug)]

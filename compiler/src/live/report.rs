@@ -9,7 +9,7 @@ use blaze_runtime::Description;
 use serde::{Deserialize, Serialize};
 
 /// Protocol of a live run: the race of blaze-measure/3 on the run's own steps.
-pub const LIVE_PROTOCOL: &str = "blaze-live/1 (races: blaze-measure/3)";
+pub(crate) const LIVE_PROTOCOL: &str = "blaze-live/1 (races: blaze-measure/3)";
 
 /// One arm: its candidate text and what verification said before the run.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -187,7 +187,7 @@ impl LiveReport {
 }
 
 /// One line for an event, naming arms by their plan text.
-pub fn event_text(e: &Event, arms: &[Arm]) -> String {
+pub(crate) fn event_text(e: &Event, arms: &[Arm]) -> String {
     let name = |i: usize| arms.get(i).map_or(format!("arm {i}"), |a| a.text.clone());
     match &e.what {
         What::Sized { step_ms, steps_per_visit } => {

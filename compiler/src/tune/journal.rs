@@ -17,9 +17,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Path of the journal; set by the supervisor in the worker's environment.
-pub const JOURNAL_ENV: &str = "BLAZE_TUNE_JOURNAL";
+pub(crate) const JOURNAL_ENV: &str = "BLAZE_TUNE_JOURNAL";
 /// Candidates found broken by earlier workers: `id=reason` entries separated by newlines.
-pub const BROKEN_ENV: &str = "BLAZE_TUNE_BROKEN";
+pub(crate) const BROKEN_ENV: &str = "BLAZE_TUNE_BROKEN";
 /// The fusion-off arm the supervisor measured, as RON.
 pub const FUSION_OFF_ENV: &str = "BLAZE_TUNE_FUSION_OFF";
 
@@ -146,13 +146,13 @@ pub fn inject_panic(id: Option<usize>) {
 }
 
 /// The candidate installed last, from a journal (supervisor side).
-pub fn last_installed(path: &Path) -> Option<usize> {
+pub(crate) fn last_installed(path: &Path) -> Option<usize> {
     let text = std::fs::read_to_string(path).ok()?;
     text.lines().rev().find_map(|l| l.strip_prefix("install ")?.trim().parse().ok())
 }
 
 /// `BLAZE_TUNE_BROKEN`'s text for these candidates.
-pub fn encode_broken(broken: &[(usize, String)]) -> String {
+pub(crate) fn encode_broken(broken: &[(usize, String)]) -> String {
     broken.iter().map(|(id, why)| format!("{id}={}", why.replace('\n', " "))).collect::<Vec<_>>().join("\n")
 }
 

@@ -27,10 +27,10 @@ slower with confidence: dropped; interval within 1 +- min effect: equivalent, dr
 faster with confidence by >= min effect (default 1 %): winner, verified before it is kept; otherwise not separated";
 
 /// Shortest timed block per visit.
-pub const MIN_VISIT: Duration = Duration::from_millis(50);
+pub(crate) const MIN_VISIT: Duration = Duration::from_millis(50);
 
 /// Steps timed to size the blocks.
-pub const SIZING_STEPS: usize = 5;
+pub(crate) const SIZING_STEPS: usize = 5;
 
 /// The median of [`SIZING_STEPS`] timed steps, ms, and those steps' losses.
 pub fn median_step_ms(model: &mut dyn Model) -> (f64, Vec<f32>) {
@@ -74,7 +74,7 @@ pub struct Slowdown {
 
 /// Races real visits of `candidates` on `model`. `candidates[0]` must be the reference (Burn's
 /// plan, id 0); the others enter as challengers.
-pub struct DeviceVisitor<'a> {
+pub(crate) struct DeviceVisitor<'a> {
     model: &'a mut dyn Model,
     /// Where captured candidates are recorded and replayed when not on `model`: a training
     /// step's recording holds its state in place (another optimizer), so it gets an instance
@@ -89,14 +89,10 @@ pub struct DeviceVisitor<'a> {
 }
 
 impl<'a> DeviceVisitor<'a> {
-    /// Settles under the reference, then sizes the blocks from its step time.
-    pub fn new(model: &'a mut dyn Model, candidates: &[&Candidate], slowdown: Option<Slowdown>) -> Self {
-        Self::with_captured_model(model, None, candidates, slowdown)
-    }
-
-    /// [`DeviceVisitor::new`] recording the captured candidates on `captured_model` (with
-    /// its state held in place first) instead of `model`.
-    pub fn with_captured_model(
+    /// Settles under the reference, then sizes the blocks from its step time; records the
+    /// captured candidates on `captured_model` (with its state held in place first) when
+    /// given, else on `model`.
+    pub(crate) fn with_captured_model(
         model: &'a mut dyn Model,
         mut captured_model: Option<&'a mut dyn Model>,
         candidates: &[&Candidate],
@@ -223,7 +219,7 @@ pub fn race_on_device(
 }
 
 /// [`race_on_device`] whose captured candidates run on `captured_model` when given.
-pub fn race_with_captured_model<'a>(
+pub(crate) fn race_with_captured_model<'a>(
     model: &'a mut dyn Model,
     captured_model: Option<&'a mut dyn Model>,
     candidates: &[&Candidate],

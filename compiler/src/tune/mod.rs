@@ -529,7 +529,7 @@ fn cuts_on_width(
 }
 
 /// One candidate per beam width: Burn's search at that width, no cuts.
-pub fn settings_candidates(first_id: usize, widths: &[u32], by_position: bool) -> Vec<Candidate> {
+pub(crate) fn settings_candidates(first_id: usize, widths: &[u32], by_position: bool) -> Vec<Candidate> {
     let stores: &[Option<PlanStore>] = if by_position { &[None, Some(PlanStore::ByPosition)] } else { &[None] };
     let settings = widths
         .iter()

@@ -28,7 +28,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
 /// CubeCL's default submission batch (kernels per queue submission).
-pub const CUBECL_DEFAULT_MAX_TASKS: u32 = 32;
+pub(crate) const CUBECL_DEFAULT_MAX_TASKS: u32 = 32;
 
 /// How one server process is started: this binary's `serve` command line (model, plan) and its
 /// submission batch.

@@ -106,7 +106,7 @@ impl Standing {
     }
 
     /// [`Self::describe`] for a race whose reference is `reference` (the race across processes).
-    pub fn describe_against(&self, reference: &str) -> String {
+    pub(crate) fn describe_against(&self, reference: &str) -> String {
         let verdict = match &self.verdict {
             Verdict::Faster => format!("faster than {reference}"),
             Verdict::Slower => format!("slower than {reference}"),
@@ -153,7 +153,7 @@ impl Race {
 
     /// [`Self::stop_text`] for a race whose reference is `reference` and whose candidates are
     /// named `<prefix><id>`.
-    pub fn stop_text_against(&self, reference: &str, prefix: char) -> String {
+    pub(crate) fn stop_text_against(&self, reference: &str, prefix: char) -> String {
         match &self.stop {
             Stop::Winner(id) => format!(
                 "winner: {prefix}{id} is faster than {reference} with confidence by at least {:.1} %",
@@ -184,7 +184,7 @@ impl Race {
     }
 
     /// Winners, best ratio first.
-    pub fn winners(&self) -> Vec<&Standing> {
+    pub(crate) fn winners(&self) -> Vec<&Standing> {
         let mut w: Vec<&Standing> = self.standings.iter().filter(|s| s.wins(self.rules.min_effect)).collect();
         w.sort_by(|a, b| a.ratio.total_cmp(&b.ratio));
         w
@@ -233,7 +233,7 @@ pub fn race(
 /// A race driven from outside, one round at a time: [`race`] drives it with a visitor that
 /// runs steps itself; the live mode drives it from the training loop, a step at a time, with
 /// its own clock.
-pub struct RaceState {
+pub(crate) struct RaceState {
     rules: RaceRules,
     looks: Vec<u32>,
     alpha_look: f64,
@@ -268,7 +268,7 @@ impl RaceState {
 
     /// The visits of the next round: Burn's plan and every candidate still racing, the start
     /// rotating by round (A B C, B C A, ...).
-    pub fn next_round(&self) -> Vec<usize> {
+    pub(crate) fn next_round(&self) -> Vec<usize> {
         let racing: Vec<usize> = self
             .standings
             .iter()
@@ -285,7 +285,7 @@ impl RaceState {
 
     /// Records a round's visits (ms per step) after `elapsed` of racing; looks at the data when
     /// a look is due. Returns why the race stopped, once it has.
-    pub fn finish_round(&mut self, visits: Vec<(usize, f64)>, elapsed: Duration) -> Option<Stop> {
+    pub(crate) fn finish_round(&mut self, visits: Vec<(usize, f64)>, elapsed: Duration) -> Option<Stop> {
         self.rounds.push(visits);
         let round = self.round();
         let out_of_time = elapsed >= self.rules.budget;
@@ -318,7 +318,7 @@ impl RaceState {
     }
 
     /// The finished (or abandoned) race, `elapsed` its wall time.
-    pub fn into_race(self, elapsed: Duration) -> Race {
+    pub(crate) fn into_race(self, elapsed: Duration) -> Race {
         Race {
             looks_planned: self.looks,
             looks_done: self.looks_done,
@@ -360,7 +360,7 @@ fn log_ratios(rounds: &[Vec<(usize, f64)>], id: usize) -> Vec<f64> {
 /// `ln(candidate / reference)` for every round where both were visited: any two candidates of a
 /// race are paired by round as each is with Burn's plan (`blazec table` pairs the kept plan
 /// with fusion off this way).
-pub fn log_ratios_against(rounds: &[Vec<(usize, f64)>], id: usize, reference: usize) -> Vec<f64> {
+pub(crate) fn log_ratios_against(rounds: &[Vec<(usize, f64)>], id: usize, reference: usize) -> Vec<f64> {
     rounds
         .iter()
         .filter_map(|r| {

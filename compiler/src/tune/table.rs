@@ -186,7 +186,7 @@ fn against_stock(r: &TuneResult) -> AgainstStock {
 /// The workload a results file belongs to: its model name without the shape suffix that a
 /// non-reference batch adds (`attention-d256-b64s256` -> `attention-d256`, `cnn-mnist-b2048`
 /// -> `cnn-mnist`).
-pub fn workload_of(model: &str) -> &str {
+pub(crate) fn workload_of(model: &str) -> &str {
     let Some((base, suffix)) = model.rsplit_once('-') else { return model };
     let shape = suffix.strip_prefix('b').is_some_and(|rest| {
         let (batch, seq) = rest.split_once('s').unwrap_or((rest, "0"));
@@ -274,7 +274,7 @@ fn row(r: &TuneResult, against: &AgainstStock) -> String {
     )
 }
 
-pub const HEADER: &str = "| workload | regime | shapes | Burn's plan ms (IQR) | fusion off: ratio [interval] | best settings-only: ratio [interval] | best with cuts: ratio [interval] | best captured: ratio [interval]; pools reserved with the recording live | submission batch across processes: ratio to the reference process [interval] | kept | kept / best stock | race stop | cold (trace + confirm) + window | break-even vs default / vs best stock |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|";
+pub(crate) const HEADER: &str = "| workload | regime | shapes | Burn's plan ms (IQR) | fusion off: ratio [interval] | best settings-only: ratio [interval] | best with cuts: ratio [interval] | best captured: ratio [interval]; pools reserved with the recording live | submission batch across processes: ratio to the reference process [interval] | kept | kept / best stock | race stop | cold (trace + confirm) + window | break-even vs default / vs best stock |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|";
 
 /// Reads each results file and prints the table (rows in the order given) with each file's
 /// provenance first.

@@ -108,16 +108,16 @@ pub fn verify(factory: &dyn ModelFactory, regime: Regime, winner: &Candidate, in
 
 /// Steps of the captured gate: the eager warm-up of [`blaze_runtime::captured::WARM_STEPS`],
 /// the recorded step, then 20 replays, every one on a fresh batch.
-pub const CAPTURED_GATE_STEPS: u32 = blaze_runtime::captured::WARM_STEPS as u32 + 1 + 20;
+pub(crate) const CAPTURED_GATE_STEPS: u32 = blaze_runtime::captured::WARM_STEPS as u32 + 1 + 20;
 
 /// Steps of the captured gate for a training step: after the warm-up and the recording's
 /// preparing steps, 200 replays. A replay that updates state it does not read back (a
 /// parameter or moment in a buffer of its own) leaves the eager chain within a few steps; a
 /// subtler drift needs a long run to show; the parameters are compared at the end too.
-pub const TRAINING_GATE_STEPS: u32 = blaze_runtime::captured::WARM_STEPS as u32 + 4 + 200;
+pub(crate) const TRAINING_GATE_STEPS: u32 = blaze_runtime::captured::WARM_STEPS as u32 + 4 + 200;
 
 /// The gate's length for `regime`.
-pub fn captured_gate_steps(regime: Regime) -> u32 {
+pub(crate) fn captured_gate_steps(regime: Regime) -> u32 {
     match regime {
         Regime::Forward => CAPTURED_GATE_STEPS,
         Regime::Training => TRAINING_GATE_STEPS,
@@ -147,19 +147,19 @@ pub fn verify_captured(factory: &dyn ModelFactory, regime: Regime, winner: &Cand
 /// Of a training gate, outputs are read every this many steps and at the last; losses every
 /// step, parameters at the end. Reading a step's outputs copies them to the host: on the H200 a
 /// 1007-step training gate that read every step's (chain-32: 4 MiB a step) ran past 2 minutes.
-pub const TRAINING_GATE_OUTPUTS_EVERY: u32 = 100;
+pub(crate) const TRAINING_GATE_OUTPUTS_EVERY: u32 = 100;
 
 /// Whether the gate reads step `step`'s outputs (of `steps`): every step of a forward gate.
-pub fn reads_outputs(regime: Regime, step: u32, steps: u32) -> bool {
+pub(crate) fn reads_outputs(regime: Regime, step: u32, steps: u32) -> bool {
     match regime {
         Regime::Forward => true,
-        Regime::Training => (step + 1) % TRAINING_GATE_OUTPUTS_EVERY == 0 || step + 1 == steps,
+        Regime::Training => (step + 1).is_multiple_of(TRAINING_GATE_OUTPUTS_EVERY) || step + 1 == steps,
     }
 }
 
 /// Every step's loss (outputs as [`reads_outputs`] says) of a fresh instance under `candidate` (wrapped in
 /// [`blaze_runtime::Captured`] when the candidate is captured, then with its execution state).
-pub fn gate_probe(
+pub(crate) fn gate_probe(
     factory: &dyn ModelFactory,
     regime: Regime,
     candidate: &Candidate,

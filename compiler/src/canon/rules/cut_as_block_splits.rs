@@ -38,7 +38,7 @@ impl Applier<PlanLang, ()> for ToSplits {
     }
 }
 
-pub fn cut_as_block_splits(facts: Arc<Facts>) -> Rule {
+pub(crate) fn cut_as_block_splits(facts: Arc<Facts>) -> Rule {
     let n: Var = "?n".parse().unwrap();
     rewrite!("cut-as-block-splits"; "(cut ?n)" => { ToSplits { facts, n } })
 }

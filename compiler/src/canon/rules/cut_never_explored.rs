@@ -6,7 +6,7 @@ use crate::canon::Facts;
 use egg::{Id, Subst, rewrite};
 use std::sync::Arc;
 
-pub fn cut_never_explored(facts: Arc<Facts>) -> Rule {
+pub(crate) fn cut_never_explored(facts: Arc<Facts>) -> Rule {
     let n: egg::Var = "?n".parse().unwrap();
     rewrite!("cut-never-explored"; "(cut ?n)" => "none"
         if move |eg: &mut egg::EGraph<_, ()>, _: Id, s: &Subst| num(eg, s[n]).is_some_and(|v| !facts.live.contains(&v)))

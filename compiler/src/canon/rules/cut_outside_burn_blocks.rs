@@ -5,7 +5,7 @@ use crate::canon::Facts;
 use egg::{Id, Subst, rewrite};
 use std::sync::Arc;
 
-pub fn cut_outside_burn_blocks(facts: Arc<Facts>) -> Rule {
+pub(crate) fn cut_outside_burn_blocks(facts: Arc<Facts>) -> Rule {
     let n: egg::Var = "?n".parse().unwrap();
     rewrite!("cut-outside-burn-blocks"; "(cut ?n)" => "none"
         if move |eg: &mut egg::EGraph<_, ()>, _: Id, s: &Subst| num(eg, s[n]).is_some_and(|v| facts.splits_of(v).is_empty()))

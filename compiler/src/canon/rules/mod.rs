@@ -9,17 +9,17 @@ use super::{Facts, PlanLang};
 use egg::{EGraph, Id, Rewrite};
 use std::sync::Arc;
 
-pub use cut_as_block_splits::cut_as_block_splits;
-pub use cut_never_explored::cut_never_explored;
-pub use cut_outside_burn_blocks::cut_outside_burn_blocks;
-pub use plan_as_set::plan_as_set;
-pub use reduce_needs_prologue::reduce_needs_prologue;
+pub(crate) use cut_as_block_splits::cut_as_block_splits;
+pub(crate) use cut_never_explored::cut_never_explored;
+pub(crate) use cut_outside_burn_blocks::cut_outside_burn_blocks;
+pub(crate) use plan_as_set::plan_as_set;
+pub(crate) use reduce_needs_prologue::reduce_needs_prologue;
 
-pub type Rule = Rewrite<PlanLang, ()>;
+pub(crate) type Rule = Rewrite<PlanLang, ()>;
 
 /// Every rule, in a fixed order (the result does not depend on it; the order keeps runs
 /// reproducible step by step).
-pub fn all(facts: Arc<Facts>) -> Vec<Rule> {
+pub(crate) fn all(facts: Arc<Facts>) -> Vec<Rule> {
     vec![
         cut_outside_burn_blocks(facts.clone()),
         cut_never_explored(facts.clone()),

@@ -49,7 +49,7 @@ fn normal_children(eg: &EGraph<PlanLang, ()>, children: &[Id]) -> Vec<Id> {
     out
 }
 
-pub fn plan_as_set() -> Rule {
+pub(crate) fn plan_as_set() -> Rule {
     Rewrite::new("plan-as-set", PlanNodes, Normalise).expect("valid rule")
 }
 

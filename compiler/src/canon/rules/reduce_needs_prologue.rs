@@ -70,7 +70,7 @@ impl SplitAfterHeadReduction {
     }
 }
 
-pub fn reduce_needs_prologue(facts: Arc<Facts>) -> Rule {
+pub(crate) fn reduce_needs_prologue(facts: Arc<Facts>) -> Rule {
     Rewrite::new("reduce-needs-prologue", PlanNodes, SplitAfterHeadReduction { facts }).expect("valid rule")
 }
 
