@@ -87,11 +87,7 @@ fn bad_plan_files_fall_back_to_burn_with_one_clear_warning() {
         ("empty", Some(String::new()), "plan file is empty"),
         ("truncated", Some(text[..text.len() / 3].to_string()), "not valid plan RON"),
         ("newer-version", Some(text.replace("format_version: 1", "format_version: 7")), "format version 7"),
-        (
-            "unknown-boundary",
-            Some(unknown_boundary.to_ron()),
-            "not cut points of its model: b999999",
-        ),
+        ("unknown-boundary", Some(unknown_boundary.to_ron()), "not cut points of its model: b999999"),
         ("other-model", Some(other_model.to_ron()), "op stream"),
         ("other-device", Some(other_device.to_ron()), "device adapter `Apple M5`"),
     ];

@@ -167,7 +167,10 @@ fn every_workload_runs_forward_and_training() {
         let fwd = forward.step(true);
         println!("{}: training {train:?}, forward {} ({:.1?})", factory.name(), fwd.loss, start.elapsed());
         assert!(train.iter().chain([&fwd.loss]).all(|l| l.is_finite()), "{name}: non-finite loss");
-        assert!(!fwd.logits.is_empty() && fwd.logits.len().is_multiple_of(fwd.classes), "{name}: forward captured no logits");
+        assert!(
+            !fwd.logits.is_empty() && fwd.logits.len().is_multiple_of(fwd.classes),
+            "{name}: forward captured no logits"
+        );
         if name != "gpt-small" {
             assert!(
                 (fwd.loss - train[0]).abs() <= 1e-4 * train[0].abs().max(1.0),
