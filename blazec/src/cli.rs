@@ -79,7 +79,7 @@ enum Command {
     /// The median of numbers on stdin with its sign-test interval and p-value (the rule every
     /// race uses), for scripts that summarise raw samples.
     #[command(
-        after_help = "Example:\n  echo 0.01 0.02 -0.01 0.03 0.02 0.01 0.02 0.04 | blazec stats --level 0.95\n\nPrints one line: n=8 median=… lo=… hi=… p=…"
+        after_help = "Example:\n  echo 0.01 0.02 -0.01 0.03 0.02 0.01 0.02 0.04 | blazec stats --level 0.95 --quantile 0.1\n\nPrints one line: n=8 median=… lo=… hi=… p=… q0.1=…"
     )]
     Stats(crate::commands::stats::StatsArgs),
     /// Add plan files (a tune's output, a doctor's plan, a plan from another machine) to a

@@ -231,3 +231,27 @@ fn compiler_modules_import_each_other_without_cycles() {
     // The test can fail: the graph it checks is the real one.
     assert!(graph.get("tune").is_some_and(|e| e.contains("confirm") && e.contains("stats")), "{graph:?}");
 }
+
+/// `cargo tree` of blazec's normal build (no dev-dependencies), with `extra` cargo arguments.
+fn tree_of_blazec(extra: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["tree", "-p", "blazec", "-e", "no-dev", "--offline", "-f", "{p} [{f}]"])
+        .args(extra)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn the_default_build_of_blazec_has_no_fault_switches() {
+    let default = tree_of_blazec(&[]);
+    let ours = |tree: &str| -> Vec<String> {
+        tree.lines().filter(|l| l.contains("blaze-runtime v") || l.contains("blazec v")).map(str::to_string).collect()
+    };
+    assert!(ours(&default).iter().all(|l| !l.contains("faults")), "{default}");
+    // The test can fail: with the feature, the switches are there.
+    let with = tree_of_blazec(&["--features", "faults"]);
+    assert!(ours(&with).iter().any(|l| l.contains("blaze-runtime v") && l.contains("[faults]")), "{with}");
+}

@@ -42,7 +42,7 @@ impl Summary {
 }
 
 /// Linear-interpolated quantile of sorted data.
-pub(crate) fn quantile(sorted: &[f64], q: f64) -> f64 {
+pub fn quantile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }

@@ -22,11 +22,8 @@ def read_run(path):
             "plan": plan.group(1) if plan else "(no plan line)"}
 
 def quantile(xs, p):
-    xs = sorted(xs)
-    k = (len(xs) - 1) * p
-    f = math.floor(k)
-    c = min(f + 1, len(xs) - 1)
-    return xs[f] + (xs[c] - xs[f]) * (k - f)
+    """The linear-interpolated p-quantile of xs, from `blazec stats` (the rule every report uses)."""
+    return float(stats(xs, quantiles=[p])[f"q{p}"])
 
 def floor(xs):
     return quantile(xs, FLOOR)
@@ -41,13 +38,21 @@ def t975(df):
 
 
 def blazec():
-    """The blazec binary: $BLAZEC, else one on the PATH, else the campaign's /tmp/blazec."""
-    return os.environ.get("BLAZEC") or shutil.which("blazec") or "/tmp/blazec"
+    """The blazec binary: $BLAZEC, else one on the PATH, else the campaign's /tmp/blazec, else
+    the one ./blaze builds."""
+    for candidate in [os.environ.get("BLAZEC"), shutil.which("blazec"), "/tmp/blazec",
+                      "/var/tmp/blaze-target/release/blazec"]:
+        if candidate and os.path.exists(candidate):
+            return candidate
+    raise SystemExit("blazec not found: set BLAZEC to its path")
+
+def stats(xs, level=0.95, quantiles=()):
+    """`blazec stats` over xs: n, median, the sign-test interval lo..hi, p, and q<Q> per quantile."""
+    args = [blazec(), "stats", "--level", str(level)] + [f"--quantile={q}" for q in quantiles]
+    out = subprocess.run(args, input=" ".join(map(repr, xs)), capture_output=True, text=True, check=True).stdout
+    return dict(kv.split("=", 1) for kv in out.split())
 
 def sign_interval(d, alpha=0.05):
-    """The sign-test interval for the median of d, from `blazec stats` (the rule every race
-    uses; no copy of it here)."""
-    out = subprocess.run([blazec(), "stats", "--level", str(1 - alpha)], input=" ".join(map(repr, d)),
-                         capture_output=True, text=True, check=True).stdout
-    fields = dict(kv.split("=", 1) for kv in out.split())
+    """The sign-test interval for the median of d (no copy of the rule here)."""
+    fields = stats(d, level=1 - alpha)
     return float(fields["lo"]), float(fields["hi"])
