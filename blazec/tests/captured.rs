@@ -1,8 +1,9 @@
 //! Captured execution (plan format version 4) on the real device (lavapipe in CI), forward
 //! regime of attention-d257 at batch 2, sequence 32: a recorded step replays fresh batches and
 //! computes what eager steps compute; the gate refuses a replay whose inputs are not written in
-//! place; a recording the backend refuses leaves eager execution with one warning; plans with
-//! cuts are refused. Training: a recorded step with its state written back in place follows
+//! place; a recording the backend refuses leaves eager execution with one warning; a plan with
+//! cuts is recorded running its own partition, and a recording that ran another is refused.
+//! Training: a recorded step with its state written back in place follows
 //! Burn's eager Adam, and the gate (200 replays) refuses one that does not write it back.
 mod common;
 use blaze_compiler::runner::RunReport;
@@ -218,23 +219,80 @@ fn the_gate_refuses_a_captured_training_step_that_does_not_write_its_state_back(
     assert!(verdict.contains("Refused(\"different"), "the stale state shows in the numbers: {verdict}");
 }
 
-#[test]
-fn a_plan_with_cuts_cannot_be_captured() {
-    let dir = scratch("captured-cuts");
+/// The forward trace's plan cutting every third live cut point, eager and captured.
+fn cut_plans(dir: &Path) -> (PathBuf, PathBuf) {
     let (trace, _) = trace("forward");
-    let out = dir.join("cuts.ron");
-    let o = blazec(&[
-        "plan",
-        "--trace",
-        trace.to_str().unwrap(),
-        "--every-live",
-        "3",
-        "--captured",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(stderr.contains("captured execution records plans without cuts only"), "{stderr}");
-    assert!(!out.exists(), "no plan written");
+    let every = ["--every-live", "3"];
+    let eager = dir.join("cuts.ron");
+    ok(&["plan", "--trace", trace.to_str().unwrap(), every[0], every[1], "-o", eager.to_str().unwrap()]);
+    (eager, captured_plan(dir, "cuts-captured.ron", &every))
+}
+
+/// Blocks as sets, in any order, over the `len` operations after the first `inputs`
+/// (renumbered from there).
+fn blocks_after(
+    partition: &blaze_ir::ExecutedPartition,
+    inputs: u32,
+    len: u32,
+) -> std::collections::BTreeSet<Vec<u32>> {
+    partition
+        .blocks
+        .iter()
+        .map(|b| {
+            let mut b: Vec<u32> =
+                b.iter().filter(|&&op| op >= inputs && op - inputs < len).map(|op| op - inputs).collect();
+            b.sort_unstable();
+            b
+        })
+        .filter(|b| !b.is_empty())
+        .collect()
+}
+
+#[test]
+fn a_plan_with_cuts_is_recorded_running_its_own_partition_and_computes_its_numbers() {
+    let dir = scratch("captured-cuts");
+    let (eager_plan, plan) = cut_plans(&dir);
+    let (eager, _) = run_forward(&dir, "eager-cuts", Some(&eager_plan), 8, &[]);
+    let (captured, stderr) = run_forward(&dir, "captured-cuts", Some(&plan), 8, &[]);
+    assert_eq!(captured.execution.as_deref(), Some("captured"), "{stderr}");
+    assert!(captured.replays >= 8 && !stderr.contains("captured execution not in force"), "{stderr}");
+    // What the recording executed, observed while recording, is the eager plan's partition
+    // over the same operations: after the step's input operations and before the reads of its
+    // outputs (neither runs in a recording).
+    let (_, traced) = trace("forward");
+    let inputs = traced.ops.iter().take_while(|op| op.sig.kind.starts_with("Init")).count() as u32;
+    let recorded = captured.recorded_partition.expect("observed while recording");
+    let launch = recorded.blocks.iter().flatten().max().map_or(0, |&op| op + 1);
+    let reads = traced.ops.len() as u32 - inputs - launch;
+    assert!(launch > 150 && reads <= 3, "{launch} operations recorded, {reads} left for the reads");
+    let all = u32::MAX;
+    assert_eq!(
+        blocks_after(&recorded, 0, all),
+        blocks_after(&eager.partition, inputs, launch),
+        "after {inputs} inputs"
+    );
+    // The cuts took effect: Burn's own plan, recorded, runs another partition.
+    let (burn, _) = run_forward(&dir, "captured-burn", Some(&captured_plan(&dir, "burn-captured.ron", &[])), 2, &[]);
+    assert_ne!(blocks_after(&burn.recorded_partition.unwrap(), 0, all), blocks_after(&recorded, 0, all));
+    let rel = max_rel_diff(&eager.losses, &captured.losses).max(max_rel_diff(&eager.logits, &captured.logits));
+    assert!(rel <= 1e-5, "replays compute the eager plan's numbers: {rel:e}");
+    let verdict = verify(&plan, &[]);
+    assert!(verdict.contains("Verified"), "{verdict}");
+}
+
+#[test]
+fn a_recording_that_runs_another_partition_than_its_plan_is_refused() {
+    let dir = scratch("captured-misplaced-cuts");
+    let (_, plan) = cut_plans(&dir);
+    let env = [(FAULT, "misplaced-cuts")];
+    let (fell_back, stderr) = run_forward(&dir, "misplaced", Some(&plan), 3, &env);
+    let execution = fell_back.execution.clone().unwrap_or_default();
+    assert!(
+        execution.starts_with("eager: recording refused: the recording did not execute the plan's partition"),
+        "{execution}"
+    );
+    assert_eq!(stderr.matches("captured execution not in force").count(), 1, "one warning: {stderr}");
+    assert_eq!(fell_back.replays, 0);
+    let verdict = verify(&plan, &env);
+    assert!(verdict.contains("Refused") && verdict.contains("not captured"), "{verdict}");
 }

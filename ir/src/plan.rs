@@ -340,10 +340,6 @@ pub enum PlanError {
     StoreBeforeVersion3,
     #[error("plan file versions 1 to 3 cannot hold an execution setting (it came with version 4)")]
     ExecutionBeforeVersion4,
-    #[error(
-        "captured execution records plans without cuts only: a recorded step does not register the operations that make its inputs from data, so cut positions would not name the same operations there"
-    )]
-    CapturedCuts,
     #[error("a plan with cuts caches its plans by position; store = shared is not possible with cuts")]
     SharedStoreWithCuts,
     #[error("plan lists a cut more than once: {0}")]
@@ -459,9 +455,6 @@ impl PlanFile {
         }
         if !self.cuts.is_empty() && self.settings.store == Some(PlanStore::Shared) {
             return Err(PlanError::SharedStoreWithCuts);
-        }
-        if self.settings.is_captured() && !self.cuts.is_empty() {
-            return Err(PlanError::CapturedCuts);
         }
         self.settings.validate()
     }

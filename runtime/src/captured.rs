@@ -19,6 +19,12 @@
 //! verification gate's (`blazec verify`, `tune`), which compares a captured instance with an
 //! eager one over many steps with fresh inputs.
 use crate::model::{Description, Model, RecordableStep, Recording, RecordingMemory, StepOutput};
+use crate::recorder::{RecordedStep, StepRecorder};
+use blaze_ir::BoundaryId;
+use blaze_ir::plan::Settings;
+
+mod cuts;
+pub use cuts::record_plan_on;
 
 /// Eager steps before recording by default: the first explores and compiles, the next ones
 /// run cached plans (as the op-stream check and the harness's warm-up need them to).
@@ -48,6 +54,10 @@ pub struct Captured {
     /// Outputs of steps that already ran while the recording was prepared (training), handed
     /// out by the next calls of `step`.
     pending: std::collections::VecDeque<StepOutput>,
+    /// The plan's cuts and settings when it has cuts ([`Captured::with_plan`]), and its last
+    /// eager warm-up step as observed from its sync.
+    plan: Option<(Vec<BoundaryId>, Settings)>,
+    eager_step: Option<RecordedStep>,
 }
 
 impl Captured {
@@ -65,7 +75,17 @@ impl Captured {
             warn: print_warning,
             capturing: None,
             pending: Default::default(),
+            plan: None,
+            eager_step: None,
         }
+    }
+
+    /// Records under a plan with `cuts` (installed eagerly by the caller) and `settings`: the
+    /// last warm-up step is observed, and the recording is made as [`record_plan_on`] makes it
+    /// (kept only if it executed the plan's partition).
+    pub fn with_plan(mut self, cuts: &[BoundaryId], settings: &Settings) -> Self {
+        self.plan = (!cuts.is_empty()).then(|| (cuts.to_vec(), *settings));
+        self
     }
 
     /// Sends the one fallback warning to `warn` instead of stderr (tests).
@@ -110,7 +130,12 @@ impl Captured {
     /// Records, and returns the recorded step's output (the recording computed the next batch).
     fn record(&mut self, capture: bool) -> Option<StepOutput> {
         self.capturing = Some(crate::watch::Capturing::begin());
-        match record_on(self.inner.as_mut()) {
+        let recorded = match (&self.plan, &self.eager_step) {
+            (None, _) => record_on(self.inner.as_mut()),
+            (Some((cuts, settings)), Some(eager)) => record_plan_on(self.inner.as_mut(), cuts, settings, eager),
+            (Some(_), None) => Err("no eager step of the plan was observed before recording".into()),
+        };
+        match recorded {
             Ok(mut recording) => {
                 self.pending.extend(recording.prepared());
                 self.pending.push_back(recording.read(capture));
@@ -123,6 +148,15 @@ impl Captured {
                 None
             }
         }
+    }
+
+    /// One eager step from a sync, observed.
+    fn observed_step(&mut self, capture: bool) -> (RecordedStep, StepOutput) {
+        self.inner.sync();
+        let observer = StepRecorder::start();
+        let out = self.inner.step(capture);
+        self.inner.sync();
+        (observer.finish(), out)
     }
 
     fn replay(&mut self, capture: bool) -> Option<StepOutput> {
@@ -147,9 +181,9 @@ pub fn hold_state_in_place(model: &mut dyn Model) -> Result<(), String> {
 }
 
 /// Records one step of `model` on its next batch, under the fusion installed now (the step's
-/// output is read from the recording). Only plans without cuts are recorded (plan validation):
-/// the recorded step does not register the operations that make its inputs from data, so a
-/// cut position would name another operation there.
+/// output is read from the recording). A plan with cuts is recorded by [`record_plan_on`]: the
+/// recorded step does not register the operations that make its inputs from data, so its cut
+/// positions are shifted there.
 pub fn record_on(model: &mut dyn Model) -> Result<Box<dyn Recording>, String> {
     let step = model.recordable()?;
     step.refresh_inputs().map_err(|e| format!("input refresh: {e}"))?;
@@ -193,6 +227,13 @@ impl Model for Captured {
         let out = match self.state.clone() {
             CaptureState::Warming { eager_steps } if eager_steps < self.warm_steps => {
                 self.state = CaptureState::Warming { eager_steps: eager_steps + 1 };
+                // A plan with cuts: the last warm-up step is the eager step its recording is
+                // checked against.
+                if self.plan.is_some() && eager_steps + 1 == self.warm_steps {
+                    let (eager, out) = self.observed_step(capture);
+                    self.eager_step = Some(eager);
+                    return out;
+                }
                 None
             }
             CaptureState::Warming { .. } => self.record(capture),

@@ -67,9 +67,13 @@ pub enum CaptureFault {
     /// A training step's optimizer assigns its new parameters and moments instead of writing
     /// them back into their buffers: replays update stale state.
     NoWriteBack,
+    /// A plan's cuts are shifted one operation too far for its recording: the recording runs
+    /// another partition than the plan's.
+    MisplacedCuts,
 }
 
-/// Environment variable for [`inject_capture`] (`write`, `realloc` or `no-write-back`), read by blazec.
+/// Environment variable for [`inject_capture`] (`write`, `realloc`, `no-write-back` or
+/// `misplaced-cuts`), read by blazec.
 pub const CAPTURE_FAULT_ENV: &str = "BLAZE_INJECT_CAPTURE_FAULT";
 
 static CAPTURE_FAULT: AtomicU8 = AtomicU8::new(0);
@@ -81,6 +85,7 @@ pub fn inject_capture(fault: Option<CaptureFault>) {
         Some(CaptureFault::WriteInsideRecording) => 1,
         Some(CaptureFault::RefreshByAllocation) => 2,
         Some(CaptureFault::NoWriteBack) => 3,
+        Some(CaptureFault::MisplacedCuts) => 4,
     };
     CAPTURE_FAULT.store(code, Ordering::SeqCst);
 }
@@ -93,16 +98,18 @@ pub fn capture_fault() -> Option<CaptureFault> {
         1 => Some(CaptureFault::WriteInsideRecording),
         2 => Some(CaptureFault::RefreshByAllocation),
         3 => Some(CaptureFault::NoWriteBack),
+        4 => Some(CaptureFault::MisplacedCuts),
         _ => None,
     }
 }
 
-/// The fault an environment value names (`write`, `realloc`, `no-write-back`).
+/// The fault an environment value names (`write`, `realloc`, `no-write-back`, `misplaced-cuts`).
 pub fn capture_fault_named(value: &str) -> Result<CaptureFault, String> {
     match value {
         "write" => Ok(CaptureFault::WriteInsideRecording),
         "realloc" => Ok(CaptureFault::RefreshByAllocation),
         "no-write-back" => Ok(CaptureFault::NoWriteBack),
-        _ => Err(format!("{CAPTURE_FAULT_ENV}={value}: expected write, realloc or no-write-back")),
+        "misplaced-cuts" => Ok(CaptureFault::MisplacedCuts),
+        _ => Err(format!("{CAPTURE_FAULT_ENV}={value}: expected write, realloc, no-write-back or misplaced-cuts")),
     }
 }

@@ -44,7 +44,10 @@ impl BundleHandle {
     /// (plan version 4): the decision a program's captured step (`blaze_burn::CapturedForward`)
     /// follows. False when the bundle fell back or holds no such entry.
     pub fn captures(&self, regime: blaze_ir::plan::Regime) -> bool {
-        self.fallback.is_none() && self.entries.iter().any(|p| p.contract.regime == regime && p.settings.is_captured())
+        // A captured entry with cuts is recorded where its eager step can be observed first
+        // (blazec's runs, races and gate: `Captured::with_plan`); a user's loop runs it eagerly.
+        self.fallback.is_none()
+            && self.entries.iter().any(|p| p.contract.regime == regime && p.settings.is_captured() && p.cuts.is_empty())
     }
 
     /// Every decision of the watch so far, one line each.

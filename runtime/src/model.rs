@@ -104,6 +104,10 @@ pub trait Recording {
     fn partition(&self) -> Option<blaze_ir::ExecutedPartition> {
         None
     }
+    /// How many operations the recorded launch registered, if observed.
+    fn registered_ops(&self) -> Option<usize> {
+        None
+    }
     /// Outputs of the steps that ran while the recording was prepared, oldest first, before
     /// the recorded step's (a training step's preparing launches are real steps, each on its
     /// own batch); taken once. Empty for a forward step, whose preparing launches repeat the

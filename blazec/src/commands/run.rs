@@ -72,6 +72,9 @@ pub fn run(resolve: &Resolver, args: &RunArgs) -> anyhow::Result<()> {
     };
     let report = if captured {
         let mut model = blaze_runtime::Captured::new(model);
+        if let Some(LoadOutcome::Applied(h)) = &planned {
+            model = model.with_plan(&h.plan.cuts, &h.plan.settings);
+        }
         run_loaded(&mut model, loaded, args.warmup, settle, args.steps).with_capture(&model)
     } else {
         run_loaded(model.as_mut(), loaded, args.warmup, settle, args.steps)

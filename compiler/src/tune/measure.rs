@@ -157,7 +157,13 @@ impl Visitor for DeviceVisitor<'_> {
 fn record_candidate(model: &mut dyn Model, candidate: &Candidate) -> Result<Box<dyn Recording>, String> {
     install(candidate);
     crate::drive::warm_up(model, crate::confirm::CONFIRM_WARMUP);
-    blaze_runtime::captured::record_on(model)
+    let fusion = candidate.eager();
+    if fusion.cuts.is_empty() {
+        return blaze_runtime::captured::record_on(model);
+    }
+    // The eager step the recording of a plan with cuts is checked against.
+    let (eager, _) = crate::drive::record_step(model, false);
+    blaze_runtime::captured::record_plan_on(model, &fusion.cuts, &fusion.settings, &eager)
 }
 
 /// One visit's steps: a switch step (a plan-store switch happens at its sync), then `k` steps

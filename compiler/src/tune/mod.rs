@@ -449,12 +449,11 @@ fn race_captured(
 ) -> anyhow::Result<(Selection, Race, VisitShape)> {
     let winner = first.0;
     let mut arms = vec![cands[0].clone(), cands[0].captured(cands.len())];
-    // Plans with cuts are not recorded (plan validation): their winner races eagerly only.
+    // A winner with cuts is recorded with its cuts shifted past the step's input operations,
+    // and kept only if the recording ran its partition (`blaze_runtime::captured::record_plan_on`).
     if winner != 0 {
         arms.push(cands[winner].clone());
-        if cands[winner].cuts.is_empty() {
-            arms.push(cands[winner].captured(cands.len() + 1));
-        }
+        arms.push(cands[winner].captured(cands.len() + 1));
     }
     cands.extend(arms.iter().filter(|c| c.is_captured()).cloned());
     let refs: Vec<&Candidate> = arms.iter().collect();

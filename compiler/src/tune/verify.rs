@@ -169,7 +169,10 @@ pub(crate) fn gate_probe(
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let built = factory.build(regime)?;
         let (mut captured, mut eager) = match candidate.is_captured() {
-            true => (Some(blaze_runtime::Captured::new(built)), None),
+            true => {
+                let fusion = candidate.eager();
+                (Some(blaze_runtime::Captured::new(built).with_plan(&fusion.cuts, &fusion.settings)), None)
+            }
             false => (None, Some(built)),
         };
         let model: &mut dyn blaze_runtime::Model = match (&mut captured, &mut eager) {

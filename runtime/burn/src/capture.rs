@@ -66,6 +66,9 @@ pub fn record_graph_stepping<T>(
 ) -> Result<Recorded<T>, String> {
     let dispatch = device.as_dispatch();
     let reserved_before = device.memory_pool_usage().map(|u| u.bytes_reserved);
+    // Every launch starts at a sync, so its operations are numbered from 0 in each (a plan's
+    // cut positions are shifted to that numbering: `blaze_runtime::captured::record_plan_on`).
+    device.sync().map_err(|e| cause("the sync before the launches", e))?;
     Dispatch::graph_prepare(dispatch).map_err(|e| cause("graph_prepare", e))?;
     for _ in 0..PREPARE_LAUNCHES {
         // Kept alive across the sync: fusion skips work whose result is dropped undrained.
@@ -80,6 +83,10 @@ pub fn record_graph_stepping<T>(
             return Err(format!("between launches before recording: {e}"));
         }
         drop(outputs);
+        if let Err(e) = device.sync() {
+            let _ = Dispatch::graph_stop_capture(dispatch);
+            return Err(cause("the sync after an input refresh", e));
+        }
     }
     let observer = StepRecorder::start();
     if let Err(e) = Dispatch::graph_start_capture(dispatch) {
@@ -97,7 +104,14 @@ pub fn record_graph_stepping<T>(
         reserved_live: live.map(|u| u.bytes_reserved),
         in_use_live: live.map(|u| u.bytes_in_use),
     };
-    let recorded = Recorded { device: device.clone(), graph, outputs, memory, partition: observed.partition };
+    let recorded = Recorded {
+        device: device.clone(),
+        graph,
+        outputs,
+        memory,
+        registered_ops: observed.ops.len(),
+        partition: observed.partition,
+    };
     // Recording registers the launch's kernels without running them (its outputs hold what
     // the buffers held before): one replay runs the recorded step, so its outputs, and a
     // training step's state, are that step's. Measured on lavapipe: without it a training
@@ -144,6 +158,7 @@ pub struct Recorded<T> {
     outputs: T,
     memory: RecordingMemory,
     partition: blaze_ir::ExecutedPartition,
+    registered_ops: usize,
 }
 
 impl<T> Recorded<T> {
@@ -200,6 +215,10 @@ impl<T> Recording for Reading<T> {
 
     fn partition(&self) -> Option<blaze_ir::ExecutedPartition> {
         Some(self.graph.partition.clone())
+    }
+
+    fn registered_ops(&self) -> Option<usize> {
+        Some(self.graph.registered_ops)
     }
 }
 
