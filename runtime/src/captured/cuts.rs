@@ -99,32 +99,12 @@ fn difference(recorded: &ExecutedPartition, expected: &ExecutedPartition) -> Str
 }
 
 fn block_set(p: &ExecutedPartition) -> std::collections::BTreeSet<Vec<u32>> {
-    p.blocks
-        .iter()
-        .map(|b| {
-            let mut b = b.clone();
-            b.sort_unstable();
-            b
-        })
-        .collect()
+    p.canonical().into_iter().collect()
 }
 
 /// The same blocks, in whatever order they ran.
 pub(crate) fn same_blocks(a: &ExecutedPartition, b: &ExecutedPartition) -> bool {
-    let sorted = |p: &ExecutedPartition| {
-        let mut blocks: Vec<Vec<u32>> = p
-            .blocks
-            .iter()
-            .map(|b| {
-                let mut b = b.clone();
-                b.sort_unstable();
-                b
-            })
-            .collect();
-        blocks.sort();
-        blocks
-    };
-    sorted(a) == sorted(b)
+    a.canonical() == b.canonical()
 }
 
 #[cfg(test)]
