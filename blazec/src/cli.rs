@@ -2,7 +2,6 @@
 //! child process of blazec whose blazec parent went away (`orphan.rs`).
 use crate::commands::{demo, run};
 use blaze_compiler::catalog::Resolver;
-use blaze_ir::plan::Regime;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -242,15 +241,7 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
         Command::Bundle(args) => crate::commands::bundle::run(resolve, args),
         Command::Table(args) => crate::commands::table::run(resolve, args),
         Command::Stats(args) => crate::commands::stats::run(resolve, args),
-        Command::List => {
-            for name in resolve.names() {
-                let Some(factory) = resolve.find(&name, None, None) else { continue };
-                // Parameters are counted on a built (forward) instance.
-                let params = factory.build(Regime::Forward).map(|m| m.describe().num_params).unwrap_or(0);
-                println!("{:<16} {:>10} params  {}", name, params, factory.summary());
-            }
-            Ok(())
-        }
+        Command::List => crate::commands::list::run(resolve),
     }
 }
 

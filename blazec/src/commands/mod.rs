@@ -5,6 +5,7 @@ pub mod bundle;
 pub mod check;
 pub mod demo;
 pub mod doctor;
+pub mod list;
 pub mod live;
 pub mod plan;
 pub mod probe;
