@@ -42,8 +42,8 @@ pub use init::{BundleHandle, load_bundle, preset_submission_batch};
 pub use load::{LoadOutcome, PlanHandle, fallback_warning, load_plan, load_plan_text};
 pub use model::{Description, Model, ModelFactory, RecordableStep, Recording, RecordingMemory, StepOutput};
 pub use policy::{
-    CutSet, EXPLORE_PROBE_KEY, UNFUSED_KEY, Unfused, activate, activate_burn_default, activate_explore_probe,
-    activate_explore_probe_with, activate_unfused, activate_with,
+    CutSet, Unfused, activate, activate_burn_default, activate_explore_probe, activate_explore_probe_with,
+    activate_unfused, activate_with,
 };
 pub use recorder::{RecordedOp, RecordedStep, StepRecorder};
 

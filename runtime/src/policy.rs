@@ -73,9 +73,6 @@ pub fn activate_with(cuts: &[BoundaryId], settings: &Settings) -> Arc<CutSet> {
     policy
 }
 
-/// Store key of [`activate_explore_probe`] (`blaze_ir::store_key`, the one key space).
-pub const EXPLORE_PROBE_KEY: u64 = blaze_ir::store_key::EXPLORE_PROBE;
-
 /// No cuts, but in a position-tagged store of its own, as a cut plan runs: the operations Burn
 /// explores under it are the ones where a cut would take effect (the live set).
 pub fn activate_explore_probe() -> Arc<CutSet> {
@@ -91,9 +88,6 @@ pub fn activate_explore_probe_with(max_blocks: Option<u32>) -> Arc<CutSet> {
     burn_fusion::cut::install(Some(policy.clone()), blaze_ir::store_key::explore_probe(max_blocks));
     policy
 }
-
-/// Store key of [`activate_unfused`] (`blaze_ir::store_key`, the one key space).
-pub const UNFUSED_KEY: u64 = blaze_ir::store_key::UNFUSED;
 
 /// Fusion off, in this process: every segment explored under it runs operation by operation
 /// through Burn's unfused path and nothing is cached, exactly as under
@@ -118,7 +112,7 @@ impl CutPolicy for Unfused {
 }
 
 pub fn activate_unfused() {
-    burn_fusion::cut::install(Some(Arc::new(Unfused::default())), UNFUSED_KEY);
+    burn_fusion::cut::install(Some(Arc::new(Unfused::default())), blaze_ir::store_key::UNFUSED);
 }
 
 /// Burn's own plan, but still observing which operations Burn explores.
