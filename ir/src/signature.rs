@@ -1,5 +1,5 @@
 //! Operation signatures: what an operation is, without the tensor ids that differ run to run.
-use burn_ir::OperationIr;
+use burn_ir::{OperationIr, TensorIr};
 use serde::{Deserialize, Serialize};
 
 /// Kind, dtype-bearing variant path and tensor shapes of one operation.
@@ -40,9 +40,15 @@ impl OpSignature {
     /// the op-stream watch writes one line per registered operation while it judges, into one
     /// buffer.
     pub fn write_line_of(op: &OperationIr, line: &mut String) {
+        Self::write_line_of_nodes(op, &op.nodes(), line);
+    }
+
+    /// [`OpSignature::write_line_of`] given `op.nodes()`, which a caller that also reads the
+    /// nodes for something else (the op-stream watch: which earlier operations this one reads)
+    /// collects once: each of burn-ir's node iterators is a heap allocation.
+    pub fn write_line_of_nodes(op: &OperationIr, nodes: &[&TensorIr], line: &mut String) {
         line.clear();
         with_kind(op, |kind| line.push_str(kind));
-        let nodes = op.nodes();
         line.push(' ');
         if let Some(first) = nodes.first() {
             with_dtype(first.dtype, |dtype| line.push_str(dtype));
@@ -99,7 +105,7 @@ fn append_shapes<'a>(line: &mut String, shapes: impl Iterator<Item = &'a [usize]
 }
 
 /// Appends `n` in decimal, as `{n}` would.
-fn push_decimal(line: &mut String, mut n: usize) {
+pub(crate) fn push_decimal(line: &mut String, mut n: usize) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     loop {

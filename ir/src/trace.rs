@@ -273,7 +273,7 @@ impl OpStreamHasher {
             if k > 0 {
                 self.scratch.push_str(", ");
             }
-            let _ = write!(self.scratch, "{i}");
+            crate::signature::push_decimal(&mut self.scratch, i as usize);
         }
         self.scratch.push_str("]\n");
         self.hasher.update(self.scratch.as_bytes());

@@ -1,7 +1,7 @@
 //! Records one window of operations and the blocks that executed them.
 use blaze_ir::{ExecutedPartition, signature::OpSignature, trace::TracedOp};
 use burn_fusion::observer::{BlockOperations, FusionObservation, FusionObserver};
-use burn_ir::{OperationIr, TensorId, TensorStatus};
+use burn_ir::{OperationIr, TensorId, TensorIr, TensorStatus};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -78,7 +78,20 @@ impl RecordingGuard {
 /// (sequence numbers since load).
 pub(crate) fn reads_of<I: Copy + PartialEq>(op: &OperationIr, index: I, producer: &mut HashMap<TensorId, I>) -> Vec<I> {
     let mut inputs = Vec::new();
-    for node in op.inputs().chain(op.outputs()) {
+    reads_of_nodes(&op.nodes(), index, producer, &mut inputs);
+    inputs
+}
+
+/// [`reads_of`] given the operation's nodes (`op.nodes()`: inputs, then outputs), written into
+/// `inputs` (cleared first), which keeps its capacity from one operation to the next.
+pub(crate) fn reads_of_nodes<I: Copy + PartialEq>(
+    nodes: &[&TensorIr],
+    index: I,
+    producer: &mut HashMap<TensorId, I>,
+    inputs: &mut Vec<I>,
+) {
+    inputs.clear();
+    for node in nodes {
         match node.status {
             TensorStatus::NotInit => {
                 producer.insert(node.id, index);
@@ -92,7 +105,6 @@ pub(crate) fn reads_of<I: Copy + PartialEq>(op: &OperationIr, index: I, producer
             }
         }
     }
-    inputs
 }
 
 impl FusionObserver for StepRecorder {

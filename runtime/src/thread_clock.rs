@@ -3,9 +3,8 @@
 //! measured the machine's load instead: on a 2-core machine running lavapipe the watch's wall
 //! time was 17-37 ms for 2-5 ms of its own work, and one CI run failed on it.
 //!
-//! Reading this clock is a system call (0.26 us on the 2-core CI machine; the reading inside a
-//! span counts towards it), so the watch clocks a random sample of its operations while it
-//! judges (the first steps after a load, [`SampledClock`]) and none once settled.
+//! Reading this clock is a system call (0.6-0.9 us on the 2-core CI machine), so the watch
+//! clocks its short spans with the monotonic clock ([`SpanClock`]) and none once settled.
 use std::time::Duration;
 
 /// A reading of the calling thread's CPU clock.
@@ -41,60 +40,54 @@ impl ThreadClock {
     }
 }
 
-/// Estimates the CPU time of many short spans of work while reading the clock for few of
-/// them. A reading costs about as much as the op-stream watch's work for one operation (a
-/// system call), so clocking every operation doubled what judging cost the program. Spans
-/// started with `always` (judgements, which can take milliseconds) are all clocked; of the
-/// others one in [`SampledClock::EVERY`], chosen at random so that no periodic op stream
-/// aligns with the sample, is clocked and counts `EVERY` times. The part of a reading that
-/// falls inside the span it measures, calibrated at start, is taken off every clocked span.
-pub struct SampledClock {
-    total_ns: f64,
-    reading_ns: f64,
-    random: u64,
+/// Adds up the CPU time of many short spans of work (the op-stream watch's work for one
+/// operation: 0.3 us in a loop, a few us inside a running program) without a system call per
+/// span. The thread's CPU clock is a system call (0.6-0.9 us on the 2-core CI machine, more in
+/// a sandboxed one), so clocking every operation with it cost the program about as much as the
+/// work, and sampling one operation in eight estimated double the work (the readings' own cost
+/// inside the spans varies more than a calibration at start can take off). Short spans read
+/// the monotonic clock instead (no system call where the C library reads it from the vDSO, as
+/// Linux's does): its time is the span's CPU time unless the thread was descheduled inside
+/// it, for milliseconds, and each short span counts at most [`SpanClock::SHORT_CAP`], far
+/// above any operation's work. Long spans (judgements, which may take milliseconds) read the
+/// thread's CPU clock.
+pub struct SpanClock {
+    total: Duration,
 }
 
-/// A started span: `None` when it is not clocked.
-pub struct Span(Option<(ThreadClock, f64)>);
+/// A started span.
+pub enum Span {
+    Short(std::time::Instant),
+    Long(ThreadClock),
+}
 
-impl SampledClock {
-    pub const EVERY: u64 = 8;
+impl SpanClock {
+    /// What one short span counts at most: a descheduled thread is away for a time slice
+    /// (milliseconds); the watch's work for one operation is under 10 us.
+    pub const SHORT_CAP: Duration = Duration::from_micros(50);
 
     pub fn new() -> Self {
-        // The least of a few back-to-back pairs: the cost of a reading inside a span, never
-        // more (an overestimate would hide real work).
-        let reading = (0..16).map(|_| ThreadClock::now().elapsed()).min().unwrap_or_default();
-        Self { total_ns: 0.0, reading_ns: reading.as_nanos() as f64, random: 0x9E37_79B9_7F4A_7C15 }
+        Self { total: Duration::ZERO }
     }
 
-    pub fn start(&mut self, always: bool) -> Span {
-        // xorshift64: a cheap draw whose low bits carry no period an op stream could share.
-        self.random ^= self.random << 13;
-        self.random ^= self.random >> 7;
-        self.random ^= self.random << 17;
-        if always {
-            Span(Some((ThreadClock::now(), 1.0)))
-        } else if self.random.is_multiple_of(Self::EVERY) {
-            Span(Some((ThreadClock::now(), Self::EVERY as f64)))
-        } else {
-            Span(None)
-        }
+    pub fn start(&mut self, long: bool) -> Span {
+        if long { Span::Long(ThreadClock::now()) } else { Span::Short(std::time::Instant::now()) }
     }
 
     pub fn stop(&mut self, span: Span) {
-        if let Span(Some((start, weight))) = span {
-            let ns = start.elapsed().as_nanos() as f64 - self.reading_ns;
-            self.total_ns += weight * ns.max(0.0);
-        }
+        self.total += match span {
+            Span::Short(start) => start.elapsed().min(Self::SHORT_CAP),
+            Span::Long(start) => start.elapsed(),
+        };
     }
 
-    /// The estimated CPU time of every span so far.
+    /// The CPU time of every span so far.
     pub fn total(&self) -> Duration {
-        Duration::from_nanos(self.total_ns as u64)
+        self.total
     }
 }
 
-impl Default for SampledClock {
+impl Default for SpanClock {
     fn default() -> Self {
         Self::new()
     }
@@ -123,22 +116,23 @@ mod tests {
         assert!(worked <= waited + Duration::from_millis(1), "{worked:?} of CPU time in {waited:?}");
     }
 
-    /// The sampled estimate of many equal spans is near their clocked total, and spans of no
-    /// work count nearly nothing (the readings' own cost is taken off).
+    /// Short spans add up to the work they hold, empty ones to nearly nothing, and a span the
+    /// thread slept through counts at most the cap.
     #[test]
-    fn a_sampled_estimate_tracks_the_work_and_not_the_readings() {
+    fn short_spans_track_the_work_and_not_the_readings_or_a_descheduling() {
         let work = |n: u64| {
             let mut x = 0u64;
             for i in 0..n {
                 x = std::hint::black_box(x.wrapping_add(i));
             }
         };
-        let mut idle = SampledClock::new();
+        let mut idle = SpanClock::new();
         for _ in 0..20_000 {
             let span = idle.start(false);
             idle.stop(span);
         }
-        let mut busy = SampledClock::new();
+        assert!(idle.total() < Duration::from_millis(4), "20,000 empty spans counted {:?}", idle.total());
+        let mut busy = SpanClock::new();
         let start = ThreadClock::now();
         for _ in 0..20_000 {
             let span = busy.start(false);
@@ -146,10 +140,16 @@ mod tests {
             busy.stop(span);
         }
         let clocked = start.elapsed();
-        let readings = Duration::from_nanos((20_000.0 * idle.reading_ns) as u64);
-        let (idle, busy) = (idle.total(), busy.total());
-        assert!(idle < readings / 2, "20,000 empty spans estimated at {idle:?}, their readings cost {readings:?}");
-        let ratio = busy.as_secs_f64() / clocked.as_secs_f64();
-        assert!((0.6..=1.3).contains(&ratio), "estimate {busy:?} for {clocked:?} of clocked work");
+        let ratio = busy.total().as_secs_f64() / clocked.as_secs_f64();
+        assert!((0.6..=1.3).contains(&ratio), "{:?} counted for {clocked:?} of clocked work", busy.total());
+        let mut asleep = SpanClock::new();
+        let span = asleep.start(false);
+        std::thread::sleep(Duration::from_millis(20));
+        asleep.stop(span);
+        assert_eq!(asleep.total(), SpanClock::SHORT_CAP);
+        let span = asleep.start(true);
+        std::thread::sleep(Duration::from_millis(20));
+        asleep.stop(span);
+        assert!(asleep.total() < SpanClock::SHORT_CAP + Duration::from_millis(5), "a long span counts CPU time");
     }
 }

@@ -47,6 +47,13 @@
 #                              processes taking turns block by block (tools/campaign/overhead-interleave.py),
 #                              attention-d$OVERHEAD_D (257) training, blocks of $BLOCK (8) steps
 #   demo                       blazec demo at the reference shape
+#   cutcap:<model>:<every>     a plan with cuts captured: trace (forward), a plan cutting every <every>-th live
+#                              cut point, eager and --captured; fresh processes alternate Burn's plan, the
+#                              eager cut plan and the captured one ($CUTCAP_REPS reps, 2), $WIDTH_STEPS steps
+#   loadcheck:<plan>[,<plan>..]
+#                              plan load and the automatic op-stream check per plan file (paths in the
+#                              checkout; a plan's name says its model, batch and regime): one
+#                              `blazec run --plan` each, 3 warm-up and 5 timed steps
 #   torch:<models>:<regime>[:<batch>]
 #                              PyTorch eager and torch.compile on the same model definitions
 #                              (tools/torch-reference/workloads.py; models comma separated or
@@ -269,6 +276,29 @@ for stage in ${STAGES:-}; do
         --no-fusion-off -o $ld/again.ron > $ld/again.txt 2> $ld/again.err ;;
     demo)
       timed 200 /tmp/blazec demo --steps 20 --out $R/demo > $R/demo.txt 2>&1 ;;
+    cutcap)
+      cdir=$R/cutcap-$a; mkdir -p $cdir
+      name=cutcap-trace; timed 200 /tmp/blazec trace $a --regime forward -o $cdir/t.ron > $cdir/trace.txt 2>&1
+      /tmp/blazec plan --trace $cdir/t.ron --every-live ${b:-4} -o $cdir/eager.ron > $cdir/plan.txt 2>&1
+      /tmp/blazec plan --trace $cdir/t.ron --every-live ${b:-4} --captured -o $cdir/captured.ron >> $cdir/plan.txt 2>&1
+      for rep in $(seq 1 ${CUTCAP_REPS:-2}); do
+        order="burn eager captured"; [ $((rep % 2)) -eq 0 ] && order="captured eager burn"
+        for v in $order; do
+          name=cutcap-$v-$rep; extra=""; [ $v != burn ] && extra="--plan $cdir/$v.ron"
+          timed 120 /tmp/blazec run $a --regime forward --warmup 3 --steps ${WIDTH_STEPS:-200} $extra > $cdir/run-$v-$rep.txt 2>&1
+        done
+      done ;;
+    loadcheck)
+      mkdir -p $R/loadcheck
+      for plan in ${a//,/ }; do
+        # <model>[-b<batch>[s<seq>]].<regime>.h200.ron
+        base=$(basename $plan .h200.ron); regime=${base##*.}; shape=${base%.*}; model=$shape; args=""
+        if [[ $shape =~ ^(.*)-b([0-9]+)(s([0-9]+))?$ ]]; then
+          model=${BASH_REMATCH[1]}; args="--batch ${BASH_REMATCH[2]}"; [ -n "${BASH_REMATCH[4]}" ] && args="$args --seq ${BASH_REMATCH[4]}"
+        fi
+        name=loadcheck-$base; timed 120 /tmp/blazec run $model --regime $regime $args --warmup 3 --steps 5 --plan $REPO/$plan \
+          > $R/loadcheck/$base.txt 2>&1
+      done ;;
     torch)
       models=$a; [ "$a" = all ] && models=""
       name=torch-$b${c:+-b$c}; timed ${TORCH_TIMEOUT:-500} env PYTHONUNBUFFERED=1 python3 $REPO/tools/torch-reference/workloads.py \

@@ -57,6 +57,8 @@ struct Window {
     observed: BTreeSet<String>,
     /// The signature line of the operation being recorded (one buffer for all of them).
     line: String,
+    /// The earlier operations it reads (one buffer for all of them).
+    reads: Vec<u64>,
 }
 
 impl Window {
@@ -88,11 +90,12 @@ impl Window {
         // Without a run, nothing is fingerprinted: a later run starts after this operation and
         // drops reads of what it produced anyway.
         if !self.runs.is_empty() {
-            let reads = crate::recorder::reads_of(op, seq, &mut self.producer);
-            OpSignature::write_line_of(op, &mut self.line);
+            let nodes = op.nodes();
+            crate::recorder::reads_of_nodes(&nodes, seq, &mut self.producer, &mut self.reads);
+            OpSignature::write_line_of_nodes(op, &nodes, &mut self.line);
             for run in &mut self.runs {
                 let start = run.start;
-                run.hasher.push(&self.line, reads.iter().filter(|&&r| r >= start).map(|&r| (r - start) as u32));
+                run.hasher.push(&self.line, self.reads.iter().filter(|&&r| r >= start).map(|&r| (r - start) as u32));
                 run.len += 1;
             }
             self.runs.retain(|r| r.len <= longest);

@@ -25,7 +25,7 @@
 //! effects.
 mod judge;
 
-use crate::thread_clock::SampledClock;
+use crate::thread_clock::SpanClock;
 use blaze_ir::PlanError;
 use burn_fusion::observer::{BlockOperations, FusionObservation, FusionObserver};
 use burn_ir::OperationIr;
@@ -106,11 +106,10 @@ pub struct OpStreamWatch {
 struct Observed {
     judge: Judge,
     /// CPU time spent judging (recording operations, fingerprinting runs, deciding): the
-    /// check's cost to the program, without time descheduled, every judgement clocked and the
-    /// other operations estimated from a random sample (`thread_clock::SampledClock`). A
+    /// check's cost to the program, without time descheduled (`thread_clock::SpanClock`). A
     /// settled watch's per-operation count (a lock, an atomic load and a counter) is not
     /// clocked: reading the clock would cost more than the work.
-    busy: SampledClock,
+    busy: SpanClock,
 }
 
 /// Keeps the watch installed (held by the plan handle).
@@ -137,7 +136,7 @@ impl OpStreamWatch {
     /// installed entry. In [`Mode::Confirm`] entry 0 is taken to be installed already.
     pub fn start_with(expected: Vec<Expected>, mode: Mode, install: Installer) -> WatchGuard {
         let judge = Judge::new(expected, mode, burn_fusion::cut::syncs());
-        let state = Mutex::new(Observed { judge, busy: SampledClock::new() });
+        let state = Mutex::new(Observed { judge, busy: SpanClock::new() });
         let watch = Arc::new(OpStreamWatch { install, done: AtomicBool::new(false), state });
         let observation = FusionObservation::new(watch.clone());
         WatchGuard { watch, _observation: observation }
@@ -194,8 +193,8 @@ impl FusionObserver for OpStreamWatch {
         let sync = burn_fusion::cut::syncs();
         let mut guard = self.lock();
         let observed = &mut *guard;
-        // An operation that ends a window may judge (fingerprints, a decision): always
-        // clocked. Others are one signature line and a hash or two: sampled.
+        // An operation that ends a window may judge (fingerprints, a decision): a long span.
+        // Others are one signature line and a hash or two: short spans.
         let span = observed.judge.would_end_window(sync).map(|ends| observed.busy.start(ends));
         let effects = observed.judge.op(op, sync);
         if let Some(span) = span {
