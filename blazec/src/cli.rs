@@ -187,7 +187,11 @@ fn parse_as_this_binary(resolve: &Resolver) -> Result<Cli, clap::Error> {
         .unwrap_or_else(|| "blazec".into());
     // clap keeps a command's name as &'static str; once per process.
     let name: &'static str = Box::leak(name.into_boxed_str());
-    let mut command = Cli::command().name(name).bin_name(name);
+    // The shader compiler is part of what a plan is valid for: `--version` says which this
+    // build has (the GPU build checks it says spirv).
+    let version: &'static str =
+        Box::leak(format!("{} (shader compiler {})", env!("CARGO_PKG_VERSION"), blaze_burn::COMPILER).into_boxed_str());
+    let mut command = Cli::command().name(name).bin_name(name).version(version);
     if !resolve.names().iter().any(|n| n == "attention-d257") {
         command = command.mut_subcommand("demo", |demo| demo.hide(true));
     }

@@ -123,3 +123,14 @@ fn a_shape_that_exhausts_memory_ends_with_one_clear_error_and_no_plan() {
     );
     blaze_ir::PlanFile::parse(&std::fs::read_to_string(&plan).unwrap()).expect("the second tune writes a valid plan");
 }
+
+/// A plan is valid for one shader compiler, so `--version` says which this build has: WGSL in
+/// the default build the tests use (SPIR-V only with feature `vulkan`, which the GPU build
+/// checks before it packs the binary).
+#[test]
+fn the_version_names_the_shader_compiler_of_this_build() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_blazec")).arg("--version").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert_eq!(text.trim(), format!("blazec {} (shader compiler wgsl)", env!("CARGO_PKG_VERSION")));
+}

@@ -17,6 +17,10 @@ mkdir -p .gpu .gpu-overhead
 pack() { strip -o "/tmp/$2.stripped" "$CARGO_TARGET_DIR/release/$1"; xz -T2 -6 -c "/tmp/$2.stripped" > "$3/$2.xz"; }
 
 cargo build --release "${pkgs[@]}"
+# A plan records its shader compiler: a GPU binary without SPIR-V makes plans no shipped one
+# matches (every run falls back). Refuse to pack one.
+"$CARGO_TARGET_DIR/release/blazec" --version | grep -q "shader compiler spirv" \
+  || { echo "blazec was built without SPIR-V: $("$CARGO_TARGET_DIR/release/blazec" --version)" >&2; exit 1; }
 pack blazec blazec .gpu
 # BLAZEC_ONLY=1: the overhead binaries are not needed (they cost a second build of most of Burn).
 if [ "${BLAZEC_ONLY:-0}" = 1 ]; then ls -la .gpu; exit 0; fi

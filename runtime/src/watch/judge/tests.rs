@@ -189,7 +189,12 @@ fn only_operations_that_end_a_window_are_clocked_in_full() {
 /// reading the previous result and one of 24 parameters, every third followed by the drop of a
 /// result (tensor ids go on growing from step to step, as Burn's do).
 fn realistic_step(next_id: &mut u64, ops: usize) -> Vec<OperationIr> {
-    let tensor = |id: u64, status| TensorIr { id: TensorId::new(id), shape: Shape::new([16, 256, 257]), status, dtype: DType::F32 };
+    let tensor = |id: u64, status| TensorIr {
+        id: TensorId::new(id),
+        shape: Shape::new([16, 256, 257]),
+        status,
+        dtype: DType::F32,
+    };
     let mut step = Vec::with_capacity(ops);
     let mut prev = 1_000_000;
     while step.len() < ops {
