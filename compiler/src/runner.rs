@@ -39,6 +39,10 @@ pub struct RunReport {
     /// Operations the op-stream check recorded while judging (absent before 2026-12-04).
     #[serde(default)]
     pub op_stream_check_ops: Option<u64>,
+    /// Operations of a step of the plan the check judged against (its contract's; `ops` counts
+    /// the last step's, which a captured plan replays in a handful). Absent before 2026-12-05.
+    #[serde(default)]
+    pub op_stream_check_step_ops: Option<u64>,
     /// Wall time of each warm-up step (the first holds compilation and autotune), ms.
     #[serde(default)]
     pub warmup_ms: Vec<f64>,
@@ -119,13 +123,21 @@ impl Loaded<'_> {
         }
     }
 
-    /// Load time, check time (ms) and the operations the check judged.
-    fn costs(&self) -> Option<(f64, f64, u64)> {
+    /// Load time, check time (ms), the operations the check judged and the plan's step length
+    /// (the installed entry's, for a bundle).
+    fn costs(&self) -> Option<(f64, f64, u64, Option<u64>)> {
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
         match self {
-            Loaded::Plan(LoadOutcome::Applied(h)) => Some((ms(h.load_time), ms(h.watch_time()), h.watch_ops())),
+            Loaded::Plan(LoadOutcome::Applied(h)) => {
+                Some((ms(h.load_time), ms(h.watch_time()), h.watch_ops(), Some(h.plan.contract.ops_per_step)))
+            }
             Loaded::Plan(_) => None,
-            Loaded::Bundle(b) => Some((ms(b.load_time), ms(b.watch_time()), b.watch_ops())),
+            Loaded::Bundle(b) => Some((
+                ms(b.load_time),
+                ms(b.watch_time()),
+                b.watch_ops(),
+                b.installed().map(|p| p.contract.ops_per_step),
+            )),
         }
     }
 }
@@ -174,6 +186,7 @@ pub fn run_loaded(model: &mut dyn Model, loaded: Option<Loaded>, warmup: u32, se
         plan_load_ms: costs.map(|c| c.0),
         op_stream_check_ms: costs.map(|c| c.1),
         op_stream_check_ops: costs.map(|c| c.2),
+        op_stream_check_step_ops: costs.and_then(|c| c.3),
         warmup_ms,
         execution: None,
         replays: 0,

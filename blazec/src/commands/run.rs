@@ -92,7 +92,7 @@ pub fn run(resolve: &Resolver, args: &RunArgs) -> anyhow::Result<()> {
         let judged = report.op_stream_check_ops.unwrap_or(0) as usize;
         println!(
             "plan load {load:.3} ms; automatic op-stream check {check:.3} ms over {judged} operations judged ({} per operation of the step, {} per operation judged; CPU time of the program's threads)",
-            per_op(report.ops),
+            per_op(report.op_stream_check_step_ops.map_or(report.ops, |n| n as usize)),
             per_op(judged)
         );
     }
