@@ -58,7 +58,11 @@ pub fn demo(resolve: &Resolver, args: &DemoArgs) -> anyhow::Result<()> {
         .filter_map(|(k, v)| Some([k.to_string(), v?.to_string()]))
         .flatten()
         .collect();
-    let took = if cpu { "5-15 minutes here" } else { "2-4 minutes on a GPU" };
+    let took = if cpu {
+        "5-15 minutes here"
+    } else {
+        "2-4 minutes on a GPU with warm caches, more on a fresh machine (over 3 on an H200)"
+    };
     eprintln!("demo: 1/2 tune {} training ({took}: tracing, compiling and autotuning come first)", args.model);
     let plan = args.out.join("plan.ron");
     let report = tune(args, &shape, &plan)?;
