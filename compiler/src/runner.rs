@@ -40,7 +40,7 @@ pub struct RunReport {
     #[serde(default)]
     pub op_stream_check_ops: Option<u64>,
     /// Operations of a step of the plan the check judged against (its contract's; `ops` counts
-    /// the last step's, which a captured plan replays in a handful). Absent before 2026-12-05.
+    /// the last step's, which a captured plan replays in a handful). Absent before 2026-12-04.
     #[serde(default)]
     pub op_stream_check_step_ops: Option<u64>,
     /// Wall time of each warm-up step (the first holds compilation and autotune), ms.

@@ -51,6 +51,7 @@ impl ThreadClock {
 /// it, for milliseconds, and each short span counts at most [`SpanClock::SHORT_CAP`], far
 /// above any operation's work. Long spans (judgements, which may take milliseconds) read the
 /// thread's CPU clock.
+#[derive(Default)]
 pub struct SpanClock {
     total: Duration,
 }
@@ -66,10 +67,6 @@ impl SpanClock {
     /// (milliseconds); the watch's work for one operation is under 10 us.
     pub const SHORT_CAP: Duration = Duration::from_micros(50);
 
-    pub fn new() -> Self {
-        Self { total: Duration::ZERO }
-    }
-
     pub fn start(&mut self, long: bool) -> Span {
         if long { Span::Long(ThreadClock::now()) } else { Span::Short(std::time::Instant::now()) }
     }
@@ -84,12 +81,6 @@ impl SpanClock {
     /// The CPU time of every span so far.
     pub fn total(&self) -> Duration {
         self.total
-    }
-}
-
-impl Default for SpanClock {
-    fn default() -> Self {
-        Self::new()
     }
 }
 
@@ -126,13 +117,13 @@ mod tests {
                 x = std::hint::black_box(x.wrapping_add(i));
             }
         };
-        let mut idle = SpanClock::new();
+        let mut idle = SpanClock::default();
         for _ in 0..20_000 {
             let span = idle.start(false);
             idle.stop(span);
         }
         assert!(idle.total() < Duration::from_millis(4), "20,000 empty spans counted {:?}", idle.total());
-        let mut busy = SpanClock::new();
+        let mut busy = SpanClock::default();
         let start = ThreadClock::now();
         for _ in 0..20_000 {
             let span = busy.start(false);
@@ -142,7 +133,7 @@ mod tests {
         let clocked = start.elapsed();
         let ratio = busy.total().as_secs_f64() / clocked.as_secs_f64();
         assert!((0.6..=1.3).contains(&ratio), "{:?} counted for {clocked:?} of clocked work", busy.total());
-        let mut asleep = SpanClock::new();
+        let mut asleep = SpanClock::default();
         let span = asleep.start(false);
         std::thread::sleep(Duration::from_millis(20));
         asleep.stop(span);

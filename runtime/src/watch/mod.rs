@@ -136,7 +136,7 @@ impl OpStreamWatch {
     /// installed entry. In [`Mode::Confirm`] entry 0 is taken to be installed already.
     pub fn start_with(expected: Vec<Expected>, mode: Mode, install: Installer) -> WatchGuard {
         let judge = Judge::new(expected, mode, burn_fusion::cut::syncs());
-        let state = Mutex::new(Observed { judge, busy: SpanClock::new() });
+        let state = Mutex::new(Observed { judge, busy: SpanClock::default() });
         let watch = Arc::new(OpStreamWatch { install, done: AtomicBool::new(false), state });
         let observation = FusionObservation::new(watch.clone());
         WatchGuard { watch, _observation: observation }

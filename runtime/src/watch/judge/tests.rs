@@ -15,11 +15,15 @@ fn op(n: usize) -> OperationIr {
 
 /// The fingerprint of `sizes` run as one step from a sync, as the watch computes it.
 fn fingerprint(sizes: &[usize]) -> String {
+    fingerprint_of(&sizes.iter().map(|&n| op(n)).collect::<Vec<_>>())
+}
+
+/// The fingerprint of `ops` run as one step from a sync, as a tracer computes it.
+fn fingerprint_of(ops: &[OperationIr]) -> String {
     let (mut hasher, mut line, mut producer) = (OpStreamHasher::default(), String::new(), HashMap::new());
-    for (i, &n) in sizes.iter().enumerate() {
-        let o = op(n);
-        let reads = crate::recorder::reads_of(&o, i as u64, &mut producer);
-        OpSignature::write_line_of(&o, &mut line);
+    for (i, o) in ops.iter().enumerate() {
+        let reads = crate::recorder::reads_of(o, i as u64, &mut producer);
+        OpSignature::write_line_of(o, &mut line);
         hasher.push(&line, reads.iter().map(|&r| r as u32));
     }
     hasher.finish()
@@ -186,8 +190,8 @@ fn only_operations_that_end_a_window_are_clocked_in_full() {
 }
 
 /// A made-up training-sized step as the fuser registers it: additions of 3-d tensors, each
-/// reading the previous result and one of 24 parameters, every third followed by the drop of a
-/// result (tensor ids go on growing from step to step, as Burn's do).
+/// reading the previous result and one of 24 parameters, with the drop of a result after every
+/// third operation or so (tensor ids go on growing from step to step, as Burn's do).
 fn realistic_step(next_id: &mut u64, ops: usize) -> Vec<OperationIr> {
     let tensor = |id: u64, status| TensorIr {
         id: TensorId::new(id),
@@ -227,13 +231,7 @@ fn judging_a_step_costs_microseconds_per_operation() {
         let mut next_id = 100;
         let build = realistic_step(&mut next_id, 300);
         let steps: Vec<_> = (0..4).map(|_| realistic_step(&mut next_id, OPS)).collect();
-        let (mut hasher, mut line, mut producer) = (OpStreamHasher::default(), String::new(), HashMap::new());
-        for (i, o) in steps[0].iter().enumerate() {
-            let reads = crate::recorder::reads_of(o, i as u64, &mut producer);
-            OpSignature::write_line_of(o, &mut line);
-            hasher.push(&line, reads.iter().map(|&r| r as u32));
-        }
-        let expected = Expected { fingerprint: hasher.finish(), ops_per_step: OPS };
+        let expected = Expected { fingerprint: fingerprint_of(&steps[0]), ops_per_step: OPS };
         let start = std::time::Instant::now();
         let mut judge = Judge::new(vec![expected], Mode::Confirm, 0);
         let mut stopped = false;
