@@ -53,6 +53,7 @@ pub fn train_then_evaluate(opts: &Options) -> Result<(), String> {
     let mut eval = factory.build(Regime::Forward)?;
     let partition = run(eval.as_mut(), opts.eval_steps, !opts.no_step_boundary);
     report("evaluation", &blaze, &partition);
+    fine_tune(&blaze, opts.eval_steps.max(8));
     infer(&blaze, opts.eval_steps.max(8));
     for event in blaze.events() {
         println!("blaze: {event}");
@@ -80,6 +81,43 @@ fn run(model: &mut dyn Model, steps: usize, boundary: bool) -> String {
     model.step(false);
     model.sync();
     recorder.finish().partition.fingerprint()
+}
+
+/// The user's fine-tuning loop, written directly against Burn: a training step with Adam held
+/// in place (`blaze_burn::DeviceAdam`) handed to `blaze_burn::CapturedTraining`, which records
+/// it when the bundle's training entry asks for captured execution (checking the recorded step
+/// and its first replays against the same steps run eagerly on a copy) and runs it eagerly
+/// otherwise. The learning rate decays every step; replays take it from the device.
+fn fine_tune(blaze: &blaze_runtime::BundleHandle, calls: usize) {
+    use burn::optim::GradientsParams;
+    use burn::tensor::{Int, Tensor};
+    let device = blaze_burn::default_device();
+    let autodiff = device.clone().autodiff();
+    let net = crate::model::Net::seeded(&autodiff);
+    let loss_fn = burn::nn::loss::CrossEntropyLossConfig::new().init(&autodiff);
+    let step =
+        |net: crate::model::Net, adam: &mut blaze_burn::DeviceAdam, (x, y): &(Tensor<2, Int>, Tensor<1, Int>)| {
+            let logits = net.forward(x.clone());
+            let [b, s, v] = logits.dims();
+            let loss = loss_fn.forward(logits.reshape([b * s, v]), y.clone());
+            let grads = GradientsParams::from_grads(loss.backward(), &net);
+            (adam.update(net, grads), loss.inner())
+        };
+    let adam = blaze_burn::DeviceAdam::new(0.9, 0.999, 1e-5); // AdamConfig::new()
+    let mut train = match blaze.captures(Regime::Training) {
+        true => blaze_burn::CapturedTraining::new(&device, net, adam, step),
+        false => {
+            blaze_burn::CapturedTraining::eager(&device, net, adam, step, "the bundle's training entry runs eagerly")
+        }
+    };
+    let mut losses = Vec::new();
+    for call in 0..calls {
+        let lr = 1e-3 * 0.97f64.powi(call as i32);
+        let loss = train.run(lr, crate::model::batch(call, 8, 32, &autodiff));
+        losses.push(loss.into_data().iter::<f32>().next().unwrap_or(f32::NAN));
+    }
+    let sum: f64 = losses.iter().map(|&l| f64::from(l)).sum();
+    println!("fine-tuning: {calls} calls, {}; loss sum {sum:.6}", train.execution());
 }
 
 /// The user's inference loop, written directly against Burn: a forward step handed to

@@ -231,7 +231,8 @@ fn a_users_inference_loop_is_captured_when_the_bundle_says_so() {
 
 /// A user's training step, recorded with its Adam held in place (`blaze_burn::DeviceAdam`):
 /// the captured gate replays it 200 times against Burn's own Adam run eagerly, every loss and
-/// output and the parameters at the end, and passes it.
+/// output and the parameters at the end, and passes it; the user's own fine-tuning loop
+/// (`blaze_burn::CapturedTraining`) records it when the bundle says so.
 #[test]
 fn a_users_captured_training_step_passes_the_gate() {
     let dir = std::env::temp_dir().join(format!("blaze-user-training-{}", std::process::id()));
@@ -246,5 +247,33 @@ fn a_users_captured_training_step_passes_the_gate() {
     let out = user_model(&["run", "tiny-mlp-lm", "--plan", plan.to_str().unwrap(), "--steps", "12"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("plan: applied") && stdout.contains("execution: captured"), "{stdout}");
+
+    // The user's own fine-tuning loop (`blaze_burn::CapturedTraining`) records when the bundle's
+    // training entry is captured, and trains as the eager loop trains.
+    let bundle = |name: &str, captured: bool| {
+        let (path, plan) = (dir.join(name), dir.join(format!("{name}.ron")));
+        let (trace, plan_s, path_s) = (trace.to_str().unwrap(), plan.to_str().unwrap(), path.to_str().unwrap());
+        let mut args = vec!["plan", "--trace", trace, "-o", plan_s, "--bundle", path_s];
+        if captured {
+            args.push("--captured");
+        }
+        user_model(&args);
+        path
+    };
+    let fine_tune = |bundle: &std::path::Path| {
+        let out = user_model(&["train", "--bundle", bundle.to_str().unwrap(), "--steps", "2", "--eval-steps", "12"]);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let line =
+            stdout.lines().find(|l| l.starts_with("fine-tuning:")).unwrap_or_else(|| panic!("{stdout}")).to_string();
+        let sum: f64 = line.rsplit_once("loss sum ").unwrap().1.parse().unwrap();
+        (line, sum, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (line, replayed, stderr) = fine_tune(&bundle("captured.blaze", true));
+    // 12 calls: 3 eager, 1 recorded and checked, 8 replays (the first 3 checked).
+    assert!(line.contains("12 calls, captured (8 replays)"), "{line}\n{stderr}");
+    assert!(!stderr.contains("captured execution not in force"), "{stderr}");
+    let (line, eager, _) = fine_tune(&bundle("eager.blaze", false));
+    assert!(line.contains("eager: the bundle's training entry runs eagerly"), "{line}");
+    assert!(((replayed - eager) / eager).abs() < 1e-5, "replays train as eager steps do: {replayed} vs {eager}");
     let _ = std::fs::remove_dir_all(&dir);
 }

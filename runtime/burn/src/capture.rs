@@ -246,6 +246,15 @@ impl<const D: usize, K: Basic> StableInput<D, K> {
         }
     }
 
+    /// [`Self::write`], or, when the held buffer cannot be written in place, holds `fresh`
+    /// instead and says why ([`write_or_adopt`]).
+    pub fn write_or_adopt(&mut self, fresh: Tensor<D, K>) -> Result<(), String> {
+        match &mut self.tensor {
+            None => self.write(fresh),
+            Some(held) => write_or_adopt(held, fresh),
+        }
+    }
+
     /// The input, for a step to read (a clone: drop it before the next write).
     pub fn get(&self) -> Tensor<D, K> {
         self.tensor.clone().expect("a stable input is written before it is read")
@@ -267,6 +276,19 @@ pub fn write_in_place<const D: usize, K: Basic>(held: &mut Tensor<D, K>, fresh: 
     let whole: Vec<std::ops::Range<usize>> = held.dims().iter().map(|&n| 0..n).collect();
     held.inplace(|t| t.slice_assign(whole.as_slice(), fresh));
     Ok(())
+}
+
+/// Writes `fresh` into `held`'s buffer in place when it can; otherwise `held` becomes `fresh`
+/// (another buffer, which a recording does not read) and the reason is returned. Eager
+/// execution computes the same either way.
+pub fn write_or_adopt<const D: usize, K: Basic>(held: &mut Tensor<D, K>, fresh: Tensor<D, K>) -> Result<(), String> {
+    match can_write_in_place(held, &fresh) {
+        Ok(()) => write_in_place(held, fresh),
+        Err(e) => {
+            *held = fresh;
+            Err(e)
+        }
+    }
 }
 
 /// Why `fresh` cannot be written into `held` in place: another shape, or a clone of `held`

@@ -74,12 +74,39 @@ impl<A: StepOutputs, B: StepOutputs> StepOutputs for (A, B) {
     }
 }
 
-enum State<O> {
+/// Where a captured step of a user's program stands (forward here, training in
+/// `crate::captured_training`).
+pub(crate) enum State<O> {
+    /// Eager calls made so far, up to [`WARM_CALLS`].
     Warming(usize),
     /// Recorded; this many replays are still checked against eager execution.
     Checking(Recorded<O>, usize),
     Replaying(Recorded<O>),
     Eager(String),
+}
+
+impl<O> State<O> {
+    /// `captured (N replays)`, `captured, checking (N replays)`, `warming up` or `eager: <cause>`.
+    pub(crate) fn describe(&self, replays: usize) -> String {
+        match self {
+            State::Warming(_) => "warming up".into(),
+            State::Checking(..) => format!("captured, checking ({replays} replays)"),
+            State::Replaying(_) => format!("captured ({replays} replays)"),
+            State::Eager(why) => format!("eager: {why}"),
+        }
+    }
+
+    pub(crate) fn is_captured(&self) -> bool {
+        matches!(self, State::Replaying(_) | State::Checking(..))
+    }
+
+    /// Device memory around the live recording.
+    pub(crate) fn memory(&self) -> Option<blaze_runtime::RecordingMemory> {
+        match self {
+            State::Checking(g, _) | State::Replaying(g) => Some(g.memory()),
+            _ => None,
+        }
+    }
 }
 
 /// A forward step captured for a user's program (see the module docs).
@@ -122,26 +149,18 @@ impl<I: StepInputs, O: StepOutputs, F: FnMut(&I) -> O> CapturedForward<I, O, F> 
         }
     }
 
-    /// `captured (N replays)`, `checking`, `warming up` or `eager: <cause>`.
+    /// `captured (N replays)`, `captured, checking (N replays)`, `warming up` or `eager: <cause>`.
     pub fn execution(&self) -> String {
-        match &self.state {
-            State::Warming(_) => "warming up".into(),
-            State::Checking(..) => format!("captured, checking ({} replays)", self.replays),
-            State::Replaying(_) => format!("captured ({} replays)", self.replays),
-            State::Eager(why) => format!("eager: {why}"),
-        }
+        self.state.describe(self.replays)
     }
 
     pub fn is_captured(&self) -> bool {
-        matches!(self.state, State::Replaying(_) | State::Checking(..))
+        self.state.is_captured()
     }
 
     /// Device memory around the live recording.
     pub fn memory(&self) -> Option<blaze_runtime::RecordingMemory> {
-        match &self.state {
-            State::Checking(g, _) | State::Replaying(g) => Some(g.memory()),
-            _ => None,
-        }
+        self.state.memory()
     }
 
     fn record(&mut self, inputs: I) -> O {
@@ -178,19 +197,8 @@ impl<I: StepInputs, O: StepOutputs, F: FnMut(&I) -> O> CapturedForward<I, O, F> 
             Err((cause, unwritten)) => return self.fall_back(cause, unwritten),
         };
         let (ours, eager) = (replayed.values(), (self.step)(self.inputs.as_ref().expect("held")).values());
-        if !same_numbers(&eager, &ours) {
-            let diff = if ours.len() == eager.len() {
-                format!("relative difference {:.2e}", max_rel_diff(&eager, &ours))
-            } else {
-                "outputs of another size".into()
-            };
-            return self.fall_back(
-                format!(
-                    "replay {} differs from eager execution ({diff}, tolerance {VERIFY_TOLERANCE:.0e})",
-                    self.replays
-                ),
-                None,
-            );
+        if let Some(diff) = difference(&eager, &ours) {
+            return self.fall_back(format!("replay {} differs from eager execution ({diff})", self.replays), None);
         }
         self.state = if left > 1 { State::Checking(graph, left - 1) } else { State::Replaying(graph) };
         replayed
@@ -217,4 +225,16 @@ impl<I: StepInputs, O: StepOutputs, F: FnMut(&I) -> O> CapturedForward<I, O, F> 
             None => (self.step)(self.inputs.as_ref().expect("inputs are held once recording starts")),
         }
     }
+}
+
+/// How a replay's numbers differ from eager execution's, if beyond the verification tolerance.
+pub(crate) fn difference(eager: &[f32], ours: &[f32]) -> Option<String> {
+    if same_numbers(eager, ours) {
+        return None;
+    }
+    Some(match ours.len() == eager.len() {
+        _ if ours.iter().any(|x| !x.is_finite()) => "values not finite".into(),
+        true => format!("relative difference {:.2e}, tolerance {VERIFY_TOLERANCE:.0e}", max_rel_diff(eager, ours)),
+        false => "outputs of another size".into(),
+    })
 }

@@ -15,12 +15,35 @@
 //!   replays as by eager steps.
 //!
 //! Nothing here changes Burn's own execution: a model uses it only when it is captured.
-use crate::capture::{StableInput, can_write_in_place, write_in_place};
+use crate::capture::{StableInput, write_or_adopt};
 use burn::module::{Module, ModuleMapper, Param, ParamId};
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor, TensorData};
 use std::any::Any;
 use std::collections::HashMap;
+
+/// One parameter's two moments (`(Tensor<D>, Tensor<D>)` for the parameter's rank D), with the
+/// function that copies them into new buffers (captured training checks its first replays
+/// against an eager copy: `crate::CapturedTraining`).
+struct Moments {
+    held: Box<dyn Any>,
+    copy: fn(&dyn Any) -> Box<dyn Any>,
+}
+
+impl Moments {
+    fn zeros<const D: usize>(value: &Tensor<D>) -> Self {
+        Moments { held: Box::new((value.zeros_like(), value.zeros_like())), copy: copy_moments::<D> }
+    }
+
+    fn of<const D: usize>(&mut self) -> &mut (Tensor<D>, Tensor<D>) {
+        self.held.downcast_mut().expect("a parameter keeps its rank")
+    }
+}
+
+fn copy_moments<const D: usize>(held: &dyn Any) -> Box<dyn Any> {
+    let (m, v) = held.downcast_ref::<(Tensor<D>, Tensor<D>)>().expect("a parameter keeps its rank");
+    Box::new((crate::params::copy_tensor(m), crate::params::copy_tensor(v)))
+}
 
 /// Adam (no weight decay, no AMSGrad) with its state held in place; see the module docs.
 pub struct DeviceAdam {
@@ -34,8 +57,8 @@ pub struct DeviceAdam {
     factor: StableInput<1>,
     /// `epsilon * sqrt(1 - beta_2^t)`.
     epsilon_t: StableInput<1>,
-    /// Per parameter, its two moments (`(Tensor<D>, Tensor<D>)` for the parameter's rank D).
-    moments: HashMap<ParamId, Box<dyn Any>>,
+    /// Per parameter, its two moments.
+    moments: HashMap<ParamId, Moments>,
     /// The first write that could not be done in place (the step then went to a new buffer).
     failure: Option<String>,
     /// Test-only: assign the new tensors instead of writing them back (what a plain optimizer
@@ -74,20 +97,59 @@ impl DeviceAdam {
         let bias_correction2_sqrt = (1.0 - self.beta_2.powi(t)).sqrt();
         let combined_factor = bias_correction2_sqrt / (1.0 - self.beta_1.powi(t));
         let scalar = |v: f32| Tensor::<1>::from_data(TensorData::new(vec![v], [1]), device);
-        // Burn multiplies by the f64 rate converted to the tensor's element type.
-        self.lr.write(scalar(lr as f32))?;
-        self.factor.write(scalar(combined_factor))?;
-        self.epsilon_t.write(scalar(self.epsilon * bias_correction2_sqrt))
+        // Burn multiplies by the f64 rate converted to the tensor's element type. Each scalar
+        // is written even when an earlier one could not be written in place (eager steps
+        // stay right; a recording would not see it, hence the error).
+        let lr = self.lr.write_or_adopt(scalar(lr as f32));
+        let factor = self.factor.write_or_adopt(scalar(combined_factor));
+        let epsilon = self.epsilon_t.write_or_adopt(scalar(self.epsilon * bias_correction2_sqrt));
+        lr.and(factor).and(epsilon)
     }
 
     /// Applies one update to every parameter of `module` that has a gradient in `grads`;
     /// `Err` when a write could not be done in place (the update is applied all the same, to
     /// new buffers, which a recording would not see).
     pub fn step<M: Module>(&mut self, module: M, grads: GradientsParams) -> (M, Result<(), String>) {
+        let module = self.update(module, grads);
+        (module, self.take_failure().map_or(Ok(()), Err))
+    }
+
+    /// [`Self::step`] keeping a failed in-place write for [`Self::take_failure`] (the form a
+    /// step handed to `crate::CapturedTraining` uses: it takes the failure itself).
+    pub fn update<M: Module>(&mut self, module: M, grads: GradientsParams) -> M {
         assert!(self.time > 0, "DeviceAdam::next_step comes before each step");
         let mut mapper = Mapper { adam: self, grads };
-        let module = module.map(&mut mapper);
-        (module, self.failure.take().map_or(Ok(()), Err))
+        module.map(&mut mapper)
+    }
+
+    /// The first write since the last call that could not be done in place, if any.
+    pub fn take_failure(&mut self) -> Option<String> {
+        self.failure.take()
+    }
+
+    /// An independent copy: the same step count, scalars and moments, in new buffers (a sync).
+    pub(crate) fn duplicate(&self) -> Self {
+        let scalar = |s: &StableInput<1>| {
+            let mut copy = StableInput::default();
+            if s.is_written() {
+                let _ = copy.write(crate::params::copy_tensor(&s.get()));
+            }
+            copy
+        };
+        let moments = self
+            .moments
+            .iter()
+            .map(|(id, m)| (*id, Moments { held: (m.copy)(m.held.as_ref()), copy: m.copy }))
+            .collect();
+        Self {
+            time: self.time,
+            lr: scalar(&self.lr),
+            factor: scalar(&self.factor),
+            epsilon_t: scalar(&self.epsilon_t),
+            moments,
+            failure: None,
+            ..*self
+        }
     }
 
     fn store<const D: usize>(&mut self, held: &mut Tensor<D>, fresh: Tensor<D>, what: &str) {
@@ -95,22 +157,17 @@ impl DeviceAdam {
             *held = fresh;
             return;
         }
-        // Checked before writing, so the fallback needs no clone of `fresh` on every write.
-        match can_write_in_place(held, &fresh) {
-            Ok(()) => write_in_place(held, fresh).expect("checked just before"),
-            Err(e) => {
-                self.failure.get_or_insert(format!("{what}: {e}"));
-                *held = fresh;
-            }
+        if let Err(e) = write_or_adopt(held, fresh) {
+            self.failure.get_or_insert(format!("{what}: {e}"));
         }
     }
 
-    fn update<const D: usize>(&mut self, id: ParamId, value: &mut Tensor<D>, grad: Tensor<D>) {
+    fn update_one<const D: usize>(&mut self, id: ParamId, value: &mut Tensor<D>, grad: Tensor<D>) {
         let (b1, b2) = (self.beta_1, self.beta_2);
         let scalar = |s: &StableInput<1>| s.get().reshape([1; D]);
         let (lr, factor, epsilon) = (scalar(&self.lr), scalar(&self.factor), scalar(&self.epsilon_t));
-        let mut state = self.moments.remove(&id).unwrap_or_else(|| Box::new((value.zeros_like(), value.zeros_like())));
-        let (m, v) = state.downcast_mut::<(Tensor<D>, Tensor<D>)>().expect("a parameter keeps its rank");
+        let mut state = self.moments.remove(&id).unwrap_or_else(|| Moments::zeros(value));
+        let (m, v) = state.of::<D>();
         // Zero moments make the first step's `0 * beta + g * (1 - beta)` equal Burn's `g * (1 - beta)`.
         let m_new = m.clone().mul_scalar(b1).add(grad.clone().mul_scalar(1.0 - b1));
         let v_new = v.clone().mul_scalar(b2).add(grad.square().mul_scalar(1.0 - b2));
@@ -130,22 +187,30 @@ struct Mapper<'a> {
 
 impl ModuleMapper for Mapper<'_> {
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
-        let (id, tensor, mapper) = param.consume();
-        let Some(grad) = self.grads.remove::<D>(id) else {
-            return Param::from_mapped_value(id, tensor, mapper);
-        };
-        // As Burn's optimizer does: update the inner (non-autodiff) value, then lift it back
-        // with the parameter's autodiff settings.
-        let (require_grad, checkpointing) = (tensor.is_require_grad(), tensor.gradient_checkpointing_strategy());
-        let mut value = tensor.inner();
-        self.adam.update(id, &mut value, grad);
-        let mut lifted = Tensor::from_inner(value);
-        if let Some(strategy) = checkpointing {
-            lifted = lifted.with_gradient_checkpointing_strategy(strategy);
+        let id = param.id;
+        match self.grads.remove::<D>(id) {
+            Some(grad) => map_inner(param, |value| self.adam.update_one(id, value, grad)),
+            None => param,
         }
-        if require_grad {
-            lifted = lifted.require_grad();
-        }
-        Param::from_mapped_value(id, lifted, mapper)
     }
+}
+
+/// Changes a parameter's inner (non-autodiff) value in place with `change`, as Burn's optimizer
+/// updates it, then lifts it back with the parameter's autodiff settings.
+pub(crate) fn map_inner<const D: usize>(
+    param: Param<Tensor<D>>,
+    change: impl FnOnce(&mut Tensor<D>),
+) -> Param<Tensor<D>> {
+    let (id, tensor, mapper) = param.consume();
+    let (require_grad, checkpointing) = (tensor.is_require_grad(), tensor.gradient_checkpointing_strategy());
+    let mut value = tensor.inner();
+    change(&mut value);
+    let mut lifted = Tensor::from_inner(value);
+    if let Some(strategy) = checkpointing {
+        lifted = lifted.with_gradient_checkpointing_strategy(strategy);
+    }
+    if require_grad {
+        lifted = lifted.require_grad();
+    }
+    Param::from_mapped_value(id, lifted, mapper)
 }

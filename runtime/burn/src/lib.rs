@@ -17,6 +17,9 @@
 //! * [`CapturedForward`]: a user's own forward step (an inference or evaluation loop)
 //!   captured: recorded after warm-up, its first replays checked against eager execution,
 //!   eager with one warning on any failure or mismatch.
+//! * [`CapturedTraining`]: the same for a user's own training step with [`DeviceAdam`]: its
+//!   first replays are checked against an eager step from the same state (outputs and
+//!   parameters).
 //! * [`DeviceBlockTimer`]: device time of each executed block (CubeCL profile windows on the
 //!   fusion thread), for `blazec profile`.
 //! * [`init_params`], [`device_info`]: what an implementation of `blaze_runtime::Model`
@@ -28,6 +31,7 @@
 pub mod autotune;
 pub mod capture;
 pub mod captured_step;
+pub mod captured_training;
 pub mod device;
 pub mod device_adam;
 pub mod device_timer;
@@ -37,6 +41,7 @@ pub use autotune::{Seeded, seed_autotune};
 pub use blaze_runtime::{BundleHandle, Description, Model, ModelFactory, StepOutput};
 pub use capture::{StableInput, record};
 pub use captured_step::CapturedForward;
+pub use captured_training::CapturedTraining;
 pub use device::{COMPILER, default_device, device_info};
 pub use device_adam::DeviceAdam;
 pub use device_timer::{DeviceBlockTimer, DeviceSpans};

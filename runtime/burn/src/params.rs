@@ -1,5 +1,5 @@
 //! Seeded parameters, drawn when the model is built.
-use burn::module::{Module, ModuleVisitor, Param};
+use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::tensor::Tensor;
 
 /// Initialises every parameter now. Burn's parameters are lazy (drawn on first use), so without
@@ -30,4 +30,21 @@ pub fn parameter_values<M: Module>(model: &M) -> Vec<f32> {
     let mut read = Read(Vec::new());
     model.visit(&mut read);
     read.0
+}
+
+/// `tensor`'s values in a new buffer (through the host: a sync).
+pub(crate) fn copy_tensor<const D: usize>(tensor: &Tensor<D>) -> Tensor<D> {
+    Tensor::from_data(tensor.to_data(), &tensor.device())
+}
+
+/// A copy of `model` whose every float parameter is in a new buffer, with the same autodiff
+/// settings (captured training's eager copy).
+pub(crate) fn copy_parameters<M: Module>(model: &M) -> M {
+    struct Copy;
+    impl ModuleMapper for Copy {
+        fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+            crate::device_adam::map_inner(param, |value| *value = copy_tensor(value))
+        }
+    }
+    model.clone().map(&mut Copy)
 }

@@ -1,0 +1,104 @@
+//! `CapturedTraining`, a user's own training step captured, on the default wgpu device
+//! (lavapipe in CI): it trains as Burn's Adam trains under a learning rate that changes every
+//! step, and its checked replays catch a replay that updates stale state (no write-back) and a
+//! host value baked into the recording, leaving eager execution in force with the right numbers.
+mod common;
+use blaze_burn::captured_step::{CHECKED_REPLAYS, WARM_CALLS};
+use blaze_burn::{CapturedTraining, DeviceAdam, parameter_values};
+use blaze_runtime::fault::{CaptureFault, inject_capture};
+use blaze_runtime::numerics::{VERIFY_TOLERANCE, max_rel_diff};
+use burn::optim::GradientsParams;
+use burn::tensor::Tensor;
+use common::*;
+
+const RUN: usize = 24;
+
+/// The capture faults are process-wide switches: the tests of this file take turns.
+static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+type Batch = (Tensor<2>, Tensor<2>);
+
+/// The user's step: the loss on autodiff tensors, Adam's update held in place.
+fn step(net: Net, adam: &mut DeviceAdam, (x, y): &Batch) -> (Net, Tensor<1>) {
+    let loss = net.loss(x.clone(), y.clone());
+    let grads = GradientsParams::from_grads(loss.backward(), &net);
+    (adam.update(net, grads), loss.inner())
+}
+
+/// Trains `RUN` steps with `train`'s step; every loss, the parameters at the end, how it ran.
+fn train<F: FnMut(Net, &mut DeviceAdam, &Batch) -> (Net, Tensor<1>)>(
+    captured: bool,
+    f: F,
+) -> (Vec<f32>, Vec<f32>, String) {
+    let device = autodiff();
+    let net = Net::new(&device);
+    let plain = device.clone().inner();
+    let adam = DeviceAdam::new(0.9, 0.999, 1e-8);
+    let mut train = match captured {
+        true => CapturedTraining::new(&plain, net, adam, f),
+        false => CapturedTraining::eager(&plain, net, adam, f, "asked"),
+    };
+    let losses = (0..RUN).map(|s| read(&train.run(lr(s), batch(s, &device)))).collect();
+    let execution = train.execution();
+    if captured && train.is_captured() {
+        assert!(train.memory().is_some(), "a live recording reports its memory");
+    }
+    (losses, parameter_values(&train.into_module()), execution)
+}
+
+fn assert_trains_as_burn(losses: &[f32], params: &[f32]) {
+    let (burn_losses, burn_params) = burn_adam(RUN);
+    let (loss_diff, param_diff) = (max_rel_diff(&burn_losses, losses), max_rel_diff(&burn_params, params));
+    eprintln!("largest relative difference to Burn's Adam: losses {loss_diff:.2e}, parameters {param_diff:.2e}");
+    assert!(loss_diff <= VERIFY_TOLERANCE && param_diff <= VERIFY_TOLERANCE, "{burn_losses:?}\n{losses:?}");
+}
+
+#[test]
+fn a_users_training_step_is_captured_and_trains_as_burns_adam_does() {
+    let _turn = turn();
+    let (losses, params, execution) = train(true, step);
+    // 3 eager calls, the recorded one, then replays (the first 3 checked).
+    assert_eq!(execution, format!("captured ({} replays)", RUN - WARM_CALLS - 1));
+    const { assert!(RUN - WARM_CALLS - 1 > CHECKED_REPLAYS) };
+    assert_trains_as_burn(&losses, &params);
+}
+
+#[test]
+fn a_replay_without_write_back_is_caught_and_training_goes_on_eagerly() {
+    let _turn = turn();
+    inject_capture(Some(CaptureFault::NoWriteBack));
+    let (losses, params, execution) = train(true, step);
+    inject_capture(None);
+    // The recorded step itself is right (its first replay runs it from the state it read);
+    // the next replay reads that stale state.
+    assert!(execution.starts_with("eager: replay 1 differs from the same step run eagerly"), "{execution}");
+    assert_trains_as_burn(&losses, &params);
+}
+
+#[test]
+fn a_host_value_baked_into_the_recording_is_caught() {
+    let _turn = turn();
+    // A step that scales its loss by a host counter (as a host-seeded dropout or step count
+    // would enter the kernels): a replay repeats the recorded value.
+    let counting = || {
+        let mut calls = 0u32;
+        move |net: Net, adam: &mut DeviceAdam, (x, y): &Batch| {
+            calls += 1;
+            let loss = net.loss(x.clone(), y.clone()).mul_scalar(1.0 + calls as f32 / 64.0);
+            let grads = GradientsParams::from_grads(loss.backward(), &net);
+            (adam.update(net, grads), loss.inner())
+        }
+    };
+    let (losses, params, execution) = train(true, counting());
+    assert!(execution.starts_with("eager: the recorded step differs"), "{execution}");
+    // The eager run of the same step counts the calls the checked replay ran eagerly too, so
+    // only the steps before the recording compare.
+    let (eager_losses, _, eager_execution) = train(false, counting());
+    assert_eq!(eager_execution, "eager: asked");
+    assert_eq!(losses[..WARM_CALLS], eager_losses[..WARM_CALLS]);
+    assert!(params.iter().all(|p| p.is_finite()));
+}
