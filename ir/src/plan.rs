@@ -258,13 +258,22 @@ pub enum VerifyOutcome {
     NotSettled(String),
     /// Executed differently, computed the same: identical, or within rounding.
     Verified { identical: bool, max_rel_diff: f32 },
+    /// A captured training run over `steps` steps, beyond the rounding tolerance of a few
+    /// steps but no further from eager execution than Burn's own unfused execution is from its
+    /// fused one over the same steps (`unfused`): rounding compounds over training.
+    WithinDrift { max_rel_diff: f32, unfused: f32, steps: u32 },
     /// Different or broken numbers: the plan is not kept.
     Refused(String),
 }
 
 impl VerifyOutcome {
     pub fn keeps(&self) -> bool {
-        matches!(self, VerifyOutcome::Verified { .. } | VerifyOutcome::NotSettled(_))
+        self.is_verified() || matches!(self, VerifyOutcome::NotSettled(_))
+    }
+
+    /// Compared and found to compute Burn's numbers ([`Self::Verified`] or [`Self::WithinDrift`]).
+    pub fn is_verified(&self) -> bool {
+        matches!(self, VerifyOutcome::Verified { .. } | VerifyOutcome::WithinDrift { .. })
     }
 
     /// The outcome from the Debug text older files hold (`Verified { identical: true,
@@ -288,6 +297,11 @@ impl std::fmt::Display for VerifyOutcome {
             VerifyOutcome::Verified { identical: false, max_rel_diff } => {
                 write!(f, "verified: equal within rounding (largest relative difference {max_rel_diff:e})")
             }
+            VerifyOutcome::WithinDrift { max_rel_diff, unfused, steps } => write!(
+                f,
+                "verified: within Burn's own rounding drift over {steps} steps (largest relative difference \
+                 {max_rel_diff:e}; Burn unfused against fused {unfused:e})"
+            ),
             VerifyOutcome::Refused(why) => write!(f, "refused: {why}"),
         }
     }

@@ -254,7 +254,7 @@ fn prepare(
             progress(&format!("live: verify {}", c.to_text()));
             verify(factory, regime, &c, false)
         };
-        let keep = c.is_burn() || matches!(outcome, VerifyOutcome::Verified { .. });
+        let keep = c.is_burn() || outcome.is_verified();
         let arm = Arm::new(c.to_text(), outcome);
         if keep {
             arms.push(arm);

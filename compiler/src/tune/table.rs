@@ -74,6 +74,9 @@ fn kept(r: &TuneResult) -> String {
         VerifyOutcome::NothingToCheck => String::new(),
         VerifyOutcome::Verified { identical: true, .. } => ", verified (bit-identical)".into(),
         VerifyOutcome::Verified { max_rel_diff, .. } => format!(", verified ({max_rel_diff:.1e})"),
+        VerifyOutcome::WithinDrift { max_rel_diff, unfused, steps } => {
+            format!(", verified within drift ({max_rel_diff:.1e} over {steps} steps; unfused {unfused:.1e})")
+        }
         VerifyOutcome::NotSettled(why) => format!(", not settled: {why}"),
         VerifyOutcome::Refused(why) => format!(", refused: {why}"),
     };

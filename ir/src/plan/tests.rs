@@ -286,3 +286,17 @@ fn a_new_plan_file_holds_the_typed_verification_and_no_debug_text() {
     let old: Measurements = ron::from_str(&old_text).unwrap();
     assert_eq!(old.verification(), Some(VerifyOutcome::Verified { identical: true, max_rel_diff: 0.0 }));
 }
+
+#[test]
+fn a_plan_kept_within_drift_says_so_in_its_record_and_reads_back() {
+    let within = VerifyOutcome::WithinDrift { max_rel_diff: 6.5e-5, unfused: 9.0e-5, steps: 1007 };
+    let text = ron::to_string(&Some(within.clone())).unwrap();
+    assert_eq!(text, "Some(WithinDrift(max_rel_diff:0.000065,unfused:0.00009,steps:1007))");
+    assert_eq!(ron::from_str::<Option<VerifyOutcome>>(&text).unwrap(), Some(within.clone()));
+    assert!(within.keeps() && within.is_verified());
+    assert_eq!(
+        within.to_string(),
+        "verified: within Burn's own rounding drift over 1007 steps (largest relative difference 6.5e-5; Burn \
+         unfused against fused 9e-5)"
+    );
+}
