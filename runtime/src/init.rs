@@ -1,6 +1,7 @@
 //! Start-up from a bundle with one call: the entries made for this device and Burn version are
 //! handed to a selecting op-stream watch ([`crate::watch::Mode::Select`]), which installs the
-//! entry whose op stream the program actually runs from the next sync after its first step,
+//! entry whose op stream the program actually runs from the next sync after its second step
+//! (the first shows the step's length, the second is fingerprinted),
 //! and the other entry when the program switches (train, then evaluate). Nothing about the
 //! model, regime or shapes has to be declared: the op stream says all three.
 use crate::CutSet;

@@ -2,7 +2,7 @@
 //!
 //! * [`init`]: one call at start-up. Loads a bundle (or a plan file), keeps the entries made for
 //!   this device and Burn version, and installs the one whose op stream the program runs, from
-//!   the sync after its first step; a switch from training to evaluation installs the other.
+//!   the sync after its second step; a switch from training to evaluation installs the other.
 //!   Never panics; when nothing fits, Burn's own plan stays and one warning says why. Before
 //!   that it imports the bundle's CubeCL autotune decisions for this device ([`seed_autotune`]).
 //! * [`step_boundary`]: one device sync at the start of every step. Plans name operations by

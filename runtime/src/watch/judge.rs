@@ -59,6 +59,9 @@ struct Window {
     line: String,
     /// The earlier operations it reads (one buffer for all of them).
     reads: Vec<u64>,
+    /// Whether runs are fingerprinted: from the first window start where whole windows
+    /// ending there have had an expected step's length (see [`Window::begin_window`]).
+    armed: bool,
 }
 
 impl Window {
@@ -70,9 +73,19 @@ impl Window {
         Window { sync, starts: [0].into(), ..Window::default() }
     }
 
-    fn begin_window(&mut self) {
-        self.starts.push_back(self.next);
-        self.runs.push(Run { start: self.next, len: 0, hasher: OpStreamHasher::default() });
+    /// A window begins at the next operation. Runs are fingerprinted only once the program
+    /// has shown a step's length: some run of whole windows ending here (the first, from the
+    /// watch's start, included) holds one of `lengths` operations. Before that no run could
+    /// be judged yet, and a program's first step (a training step lazily creating its
+    /// optimizer state, a longer or shorter one) was fingerprinted in vain: half the check's
+    /// cost on attention-d257 training. A periodic program is judged one step later for it.
+    fn begin_window(&mut self, lengths: &BTreeSet<usize>) {
+        let next = self.next;
+        self.armed = self.armed || self.starts.iter().any(|&s| lengths.contains(&((next - s) as usize)));
+        self.starts.push_back(next);
+        if self.armed {
+            self.runs.push(Run { start: next, len: 0, hasher: OpStreamHasher::default() });
+        }
     }
 
     /// The fingerprint of the `len` operations ending here, when a window began `len`
@@ -330,7 +343,8 @@ fn record(expected: &[Expected], longest: usize, w: &mut Window, op: &OperationI
             return Some(judgement);
         }
         w.sync = sync;
-        w.begin_window();
+        let lengths = expected.iter().map(|e| e.ops_per_step).collect();
+        w.begin_window(&lengths);
     }
     w.push(op, longest);
     // The current window's start was trimmed away: it holds more than two steps. Not in the

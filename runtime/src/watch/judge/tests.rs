@@ -111,7 +111,12 @@ fn a_confirming_judge_withdraws_a_plan_whose_stream_differs_with_one_warning() {
 #[test]
 fn a_confirming_judge_confirms_a_matching_stream_and_stops() {
     let mut p = Program::watched(vec![entry(&TRAINING)], Mode::Confirm);
+    // The first step shows the step's length, the second is fingerprinted, the third's first
+    // operation judges it.
     p.steps(&TRAINING, 2);
+    assert_eq!(p.judge.outcome(), None);
+    assert_eq!(p.judge.judged(), 12);
+    p.steps(&TRAINING, 1);
     assert!(p.installs().is_empty() && p.warnings().is_empty());
     assert_eq!(p.judge.outcome(), Some(&OpStreamCheck::Confirmed));
     assert!(p.stopped());
@@ -149,7 +154,7 @@ fn a_judge_started_in_the_middle_of_a_step_matches_from_the_next_whole_step() {
     // A plan loaded late: the watch starts half-way through a step (no sync since).
     let mut p = Program::watched(vec![entry(&TRAINING)], Mode::Select);
     p.ops(&TRAINING[3..]);
-    p.steps(&TRAINING, 2);
+    p.steps(&TRAINING, 3);
     assert_eq!(p.installs(), [Some(0)], "the partial first window is not judged: {:?}", p.judge.events());
     assert!(p.warnings().is_empty());
 }
