@@ -4,7 +4,8 @@
 //! `ops_per_step`, as the tracer fingerprints a step. (A step's operations can reach the
 //! observer split over two windows, so any aligned run counts, not only a single window.)
 //! Runs are fingerprinted only once some aligned run has had an expected length (the judge's
-//! `Window::begin_window`): a program's first step, often of another length, is counted only.
+//! `Window::begin_window`): a program's first step, which runs while kernels compile, is
+//! counted only.
 //!
 //! Two modes:
 //! * [`Mode::Confirm`] (`load_plan`): the one entry is installed from the start. One match
