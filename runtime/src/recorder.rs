@@ -36,7 +36,7 @@ struct State {
     step: RecordedStep,
     /// Operation identity (its Debug form holds unique tensor ids) -> window index.
     index_of: HashMap<String, u32>,
-    producer: HashMap<TensorId, u32>,
+    producer: Producers<u32>,
 }
 
 /// A `FusionObserver` over one window. Bracket the window with device syncs (see
@@ -72,37 +72,64 @@ impl RecordingGuard {
     }
 }
 
+/// Which recorded operation wrote each live tensor so far. Tensor ids are a counter, so a
+/// multiply-shift hash spreads them as well as SipHash does, at a fraction of its cost: the
+/// op-stream watch looks up every node of every operation it fingerprints.
+pub(crate) type Producers<I> = HashMap<TensorId, I, std::hash::BuildHasherDefault<IdHasher>>;
+
+/// The hasher of [`Producers`]: a tensor id's one `u64`, multiplied by a large odd constant.
+#[derive(Default)]
+pub(crate) struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
 /// The recorded operations `op` reads, in node order without repeats, given `producer` (which
 /// recorded operation wrote each tensor so far); records `op` as the writer of its outputs
 /// under `index`. Shared by the step recorder (window indices) and the op-stream watch
 /// (sequence numbers since load).
-pub(crate) fn reads_of<I: Copy + PartialEq>(op: &OperationIr, index: I, producer: &mut HashMap<TensorId, I>) -> Vec<I> {
+pub(crate) fn reads_of<I: Copy + PartialEq>(op: &OperationIr, index: I, producer: &mut Producers<I>) -> Vec<I> {
     let mut inputs = Vec::new();
     reads_of_nodes(&op.nodes(), index, producer, &mut inputs);
     inputs
 }
 
 /// [`reads_of`] given the operation's nodes (`op.nodes()`: inputs, then outputs), written into
-/// `inputs` (cleared first), which keeps its capacity from one operation to the next.
+/// `inputs` (cleared first), which keeps its capacity from one operation to the next. A tensor
+/// read for the last time (`ReadWrite`: a drop, or an operation that may reuse its buffer) is
+/// forgotten: no later operation names it, so `producer` holds the live tensors only.
 pub(crate) fn reads_of_nodes<I: Copy + PartialEq>(
     nodes: &[&TensorIr],
     index: I,
-    producer: &mut HashMap<TensorId, I>,
+    producer: &mut Producers<I>,
     inputs: &mut Vec<I>,
 ) {
     inputs.clear();
     for node in nodes {
-        match node.status {
-            TensorStatus::NotInit => {
-                producer.insert(node.id, index);
-            }
-            _ => {
-                if let Some(&p) = producer.get(&node.id)
-                    && !inputs.contains(&p)
-                {
-                    inputs.push(p);
-                }
-            }
+        if node.status == TensorStatus::NotInit {
+            producer.insert(node.id, index);
+        } else if let Some(&p) = producer.get(&node.id)
+            && !inputs.contains(&p)
+        {
+            inputs.push(p);
+        }
+    }
+    for node in nodes {
+        if node.status == TensorStatus::ReadWrite {
+            producer.remove(&node.id);
         }
     }
 }
@@ -127,4 +154,35 @@ impl FusionObserver for StepRecorder {
     }
 
     fn block_ran(&self) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::tensor::{DType, Shape};
+
+    fn node(id: u64, status: TensorStatus) -> TensorIr {
+        TensorIr { id: TensorId::new(id), shape: Shape::new([4]), status, dtype: DType::F32 }
+    }
+
+    #[test]
+    fn a_tensor_read_for_the_last_time_is_forgotten_and_reads_are_unchanged() {
+        let mut producer = Producers::default();
+        let mut reads = Vec::new();
+        // Operation 0 writes tensors 1 and 2.
+        let (t1, t2) = (node(1, TensorStatus::NotInit), node(2, TensorStatus::NotInit));
+        reads_of_nodes(&[&t1, &t2], 0u32, &mut producer, &mut reads);
+        assert!(reads.is_empty() && producer.len() == 2);
+        // Operation 1 reads 1 (not for the last time) and 2 for the last time, twice named.
+        let (r1, w2, out) =
+            (node(1, TensorStatus::ReadOnly), node(2, TensorStatus::ReadWrite), node(3, TensorStatus::NotInit));
+        reads_of_nodes(&[&r1, &w2, &w2, &out], 1, &mut producer, &mut reads);
+        assert_eq!(reads, [0]);
+        assert!(producer.contains_key(&TensorId::new(1)) && !producer.contains_key(&TensorId::new(2)));
+        // Operation 2 drops 1 and reads 3.
+        let (d1, r3) = (node(1, TensorStatus::ReadWrite), node(3, TensorStatus::ReadOnly));
+        reads_of_nodes(&[&d1, &r3], 2, &mut producer, &mut reads);
+        assert_eq!(reads, [0, 1]);
+        assert_eq!(producer.keys().copied().collect::<Vec<_>>(), [TensorId::new(3)]);
+    }
 }

@@ -4,8 +4,8 @@
 //! here with made-up operations and syncs.
 use super::{CANDIDATES, Expected, MAX_REOPENS, MAX_WINDOWS, Mode, OpStreamCheck};
 use blaze_ir::{PlanError, signature::OpSignature, trace::OpStreamHasher};
-use burn_ir::{OperationIr, TensorId};
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use burn_ir::OperationIr;
+use std::collections::{BTreeSet, VecDeque};
 
 /// What the observer must do after an operation was judged.
 #[derive(Clone, Debug, PartialEq)]
@@ -45,7 +45,7 @@ struct Window {
     sync: u64,
     /// Sequence number of the next operation.
     next: u64,
-    producer: HashMap<TensorId, u64>,
+    producer: crate::recorder::Producers<u64>,
     /// Sequence numbers where windows began (the current one last), within the last
     /// `2 * longest + 1` operations.
     starts: VecDeque<u64>,

@@ -2,7 +2,7 @@
 //! and a program's step boundary is a sync (the count the patched fuser keeps).
 use super::*;
 use burn::tensor::{DType, Shape};
-use burn_ir::{TensorIr, TensorStatus};
+use burn_ir::{TensorId, TensorIr, TensorStatus};
 
 fn op(n: usize) -> OperationIr {
     OperationIr::Drop(TensorIr {
@@ -20,7 +20,8 @@ fn fingerprint(sizes: &[usize]) -> String {
 
 /// The fingerprint of `ops` run as one step from a sync, as a tracer computes it.
 fn fingerprint_of(ops: &[OperationIr]) -> String {
-    let (mut hasher, mut line, mut producer) = (OpStreamHasher::default(), String::new(), HashMap::new());
+    let (mut hasher, mut line, mut producer) =
+        (OpStreamHasher::default(), String::new(), crate::recorder::Producers::default());
     for (i, o) in ops.iter().enumerate() {
         let reads = crate::recorder::reads_of(o, i as u64, &mut producer);
         OpSignature::write_line_of(o, &mut line);
