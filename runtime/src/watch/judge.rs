@@ -77,11 +77,11 @@ impl Window {
     /// has shown a step's length: some run of whole windows ending here (the first, from the
     /// watch's start, included) holds one of `lengths` operations. So a program's first step
     /// is counted, not fingerprinted: it runs while kernels compile and autotune, when the
-    /// same work costs the program over twice as much (attention-d257 b2s32 training on
-    /// lavapipe, 1,089 operations fingerprinted either way: 3.1 ms of check with the first
-    /// step's, 1.3-1.4 ms with the second's), and a first step of another length (a training
-    /// step creating its optimizer state) was fingerprinted in vain. A program is judged one
-    /// step later for it.
+    /// same work costs the program more (attention-d257 b2s32 training on lavapipe, 1,089
+    /// operations fingerprinted either way: 2.0-2.1 ms of check with the first step's,
+    /// 1.3-1.4 ms with the second's), and a first step of another length (a training step
+    /// creating its optimizer state) was fingerprinted in vain. A program is judged one step
+    /// later for it.
     fn begin_window(&mut self, lengths: &BTreeSet<usize>) {
         let next = self.next;
         self.armed = self.armed || self.starts.iter().any(|&s| lengths.contains(&((next - s) as usize)));
