@@ -114,8 +114,10 @@ impl<M: Module, I: StepInputs, O: StepOutputs, F: FnMut(M, &mut DeviceAdam, &I) 
     }
 
     /// Runs one step at learning rate `lr` on `inputs` and returns its outputs (read them
-    /// after this returns).
+    /// after this returns). Each call starts at a device sync: the step boundary a bundle's
+    /// plans need ([`crate::step_boundary`]), which a recording needs anyway.
     pub fn run(&mut self, lr: f64, inputs: I) -> O {
+        crate::step_boundary(&self.device);
         let scalars = self.trainee.next_step(lr, &self.device);
         let copy_scalars = self.copy.as_mut().map_or(Ok(()), |c| c.next_step(lr, &self.device));
         match std::mem::replace(&mut self.state, State::Eager(String::new())) {
