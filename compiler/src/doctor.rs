@@ -280,16 +280,7 @@ mod tests {
     use super::*;
 
     fn probe(losses: &[f32], logits: &[f32]) -> Probe {
-        Probe {
-            losses: losses.to_vec(),
-            logits: logits.to_vec(),
-            classes: 2,
-            fingerprint: String::new(),
-            blocks: 0,
-            fused_blocks: 0,
-            partition: Default::default(),
-            params: Vec::new(),
-        }
+        Probe::of(losses, logits, &[])
     }
 
     #[test]

@@ -40,6 +40,23 @@ pub struct Probe {
     pub params: Vec<f32>,
 }
 
+#[cfg(test)]
+impl Probe {
+    /// A probe of these numbers (two classes), for unit tests of the comparisons.
+    pub(crate) fn of(losses: &[f32], logits: &[f32], params: &[f32]) -> Self {
+        Probe {
+            losses: losses.to_vec(),
+            logits: logits.to_vec(),
+            classes: 2,
+            fingerprint: String::new(),
+            blocks: 0,
+            fused_blocks: 0,
+            partition: Default::default(),
+            params: params.to_vec(),
+        }
+    }
+}
+
 fn probe(factory: &dyn ModelFactory, regime: Regime, candidate: &Candidate, fault: bool) -> Result<Probe, String> {
     probe_steps(factory, regime, candidate, fault, PROBE_STEPS)
 }
@@ -319,16 +336,7 @@ mod tests {
     use super::*;
 
     fn p(losses: &[f32], logits: &[f32], fp: &str) -> Probe {
-        Probe {
-            losses: losses.to_vec(),
-            logits: logits.to_vec(),
-            classes: 2,
-            fingerprint: fp.into(),
-            blocks: 1,
-            fused_blocks: 0,
-            partition: Default::default(),
-            params: Vec::new(),
-        }
+        Probe { fingerprint: fp.into(), blocks: 1, ..Probe::of(losses, logits, &[]) }
     }
 
     #[test]

@@ -186,33 +186,9 @@ fn a_users_inference_loop_is_captured_when_the_bundle_says_so() {
     std::fs::create_dir_all(&dir).unwrap();
     let trace = dir.join("forward.ron");
     user_model(&["trace", "tiny-mlp-lm", "--regime", "forward", "-o", trace.to_str().unwrap()]);
-    let bundle = |name: &str, captured: bool| {
-        let path = dir.join(name);
-        let plan = dir.join(format!("{name}.ron"));
-        let mut args = vec![
-            "plan",
-            "--trace",
-            trace.to_str().unwrap(),
-            "-o",
-            plan.to_str().unwrap(),
-            "--bundle",
-            path.to_str().unwrap(),
-        ];
-        if captured {
-            args.push("--captured");
-        }
-        user_model(&args);
-        path
-    };
+    let bundle = |name: &str, captured: bool| bundle_of(&dir, &trace, name, captured);
     let (captured, eager) = (bundle("captured.blaze", true), bundle("eager.blaze", false));
-    let infer = |bundle: &std::path::Path| {
-        let out = user_model(&["train", "--bundle", bundle.to_str().unwrap(), "--steps", "2", "--eval-steps", "12"]);
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        let line =
-            stdout.lines().find(|l| l.starts_with("inference:")).unwrap_or_else(|| panic!("{stdout}")).to_string();
-        let sum: f64 = line.rsplit_once("logits sum ").unwrap().1.parse().unwrap();
-        (line, sum, String::from_utf8_lossy(&out.stderr).into_owned())
-    };
+    let infer = |bundle: &std::path::Path| train_line(bundle, "inference:", "logits sum ");
     let (line, replayed, stderr) = infer(&captured);
     // 12 calls: 3 eager, 1 recorded, 8 replays (the first 3 checked against eager execution).
     assert!(
@@ -250,24 +226,8 @@ fn a_users_captured_training_step_passes_the_gate() {
 
     // The user's own fine-tuning loop (`blaze_burn::CapturedTraining`) records when the bundle's
     // training entry is captured, and trains as the eager loop trains.
-    let bundle = |name: &str, captured: bool| {
-        let (path, plan) = (dir.join(name), dir.join(format!("{name}.ron")));
-        let (trace, plan_s, path_s) = (trace.to_str().unwrap(), plan.to_str().unwrap(), path.to_str().unwrap());
-        let mut args = vec!["plan", "--trace", trace, "-o", plan_s, "--bundle", path_s];
-        if captured {
-            args.push("--captured");
-        }
-        user_model(&args);
-        path
-    };
-    let fine_tune = |bundle: &std::path::Path| {
-        let out = user_model(&["train", "--bundle", bundle.to_str().unwrap(), "--steps", "2", "--eval-steps", "12"]);
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        let line =
-            stdout.lines().find(|l| l.starts_with("fine-tuning:")).unwrap_or_else(|| panic!("{stdout}")).to_string();
-        let sum: f64 = line.rsplit_once("loss sum ").unwrap().1.parse().unwrap();
-        (line, sum, String::from_utf8_lossy(&out.stderr).into_owned())
-    };
+    let bundle = |name: &str, captured: bool| bundle_of(&dir, &trace, name, captured);
+    let fine_tune = |bundle: &std::path::Path| train_line(bundle, "fine-tuning:", "loss sum ");
     let (line, replayed, stderr) = fine_tune(&bundle("captured.blaze", true));
     // 12 calls: 3 eager, 1 recorded and checked, 8 replays (the first 3 checked).
     assert!(line.contains("12 calls, captured (8 replays)"), "{line}\n{stderr}");
@@ -276,4 +236,26 @@ fn a_users_captured_training_step_passes_the_gate() {
     assert!(line.contains("eager: the bundle's training entry runs eagerly"), "{line}");
     assert!(((replayed - eager) / eager).abs() < 1e-5, "replays train as eager steps do: {replayed} vs {eager}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A bundle `dir/name` of one plan made from `trace` (no cuts), captured or eager.
+fn bundle_of(dir: &std::path::Path, trace: &std::path::Path, name: &str, captured: bool) -> std::path::PathBuf {
+    let (path, plan) = (dir.join(name), dir.join(format!("{name}.ron")));
+    let (trace, plan_s, path_s) = (trace.to_str().unwrap(), plan.to_str().unwrap(), path.to_str().unwrap());
+    let mut args = vec!["plan", "--trace", trace, "-o", plan_s, "--bundle", path_s];
+    if captured {
+        args.push("--captured");
+    }
+    user_model(&args);
+    path
+}
+
+/// `user-model train --bundle B` (2 training steps, 12 fine-tuning and inference calls): the
+/// stdout line starting with `prefix`, the number after `sum` on it, and stderr.
+fn train_line(bundle: &std::path::Path, prefix: &str, sum: &str) -> (String, f64, String) {
+    let out = user_model(&["train", "--bundle", bundle.to_str().unwrap(), "--steps", "2", "--eval-steps", "12"]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let line = stdout.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("{stdout}")).to_string();
+    let value: f64 = line.rsplit_once(sum).unwrap().1.parse().unwrap();
+    (line, value, String::from_utf8_lossy(&out.stderr).into_owned())
 }

@@ -42,16 +42,7 @@ mod tests {
     use super::*;
 
     fn probe(losses: &[f32], logits: &[f32], params: &[f32]) -> Probe {
-        Probe {
-            losses: losses.to_vec(),
-            logits: logits.to_vec(),
-            classes: 2,
-            fingerprint: String::new(),
-            blocks: 0,
-            fused_blocks: 0,
-            partition: Default::default(),
-            params: params.to_vec(),
-        }
+        Probe::of(losses, logits, params)
     }
 
     fn strict(captured: &Probe, eager: &Probe) -> VerifyOutcome {
