@@ -169,18 +169,20 @@ impl<M: Module, I: StepInputs, O: StepOutputs, F: FnMut(M, &mut DeviceAdam, &I) 
         self.into_parts().0
     }
 
-    /// Records this call's step. The preparing launches run on throwaway copies of the state,
+    /// Records this call's step. The preparing launches run on a throwaway copy of the state,
     /// so the state itself takes exactly one step: the recorded one, run by its first replay.
     fn record(&mut self, inputs: I) -> O {
         self.capturing = Some(blaze_runtime::watch::Capturing::begin());
         self.copy = Some(self.trainee.copy());
+        // One throwaway copy takes the preparing launches (what they leave behind is dropped).
+        let mut scratch = self.trainee.copy();
         let held = &*self.inputs.insert(inputs);
         let (trainee, step) = (&mut self.trainee, &mut self.step);
         let mut launches = 0;
         let recorded = record_graph(&self.device, || {
             launches += 1;
             match launches <= PREPARE_LAUNCHES {
-                true => trainee.copy().step(step, held).0,
+                true => scratch.step(step, held).0,
                 false => trainee.step(step, held).0,
             }
         });
