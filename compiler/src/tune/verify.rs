@@ -268,6 +268,11 @@ fn compare(ours: &Probe, burn: &Probe) -> VerifyOutcome {
     numbers(ours, burn)
 }
 
+/// How [`numbers`]' refusals of finite numbers begin: beyond the tolerance, or an argmax
+/// flipped (the refusals a long training run's drift can explain: `drift`).
+const BEYOND_TOLERANCE: &str = "different: relative difference";
+const FLIPPED: &str = "different: argmax differs in";
+
 /// The numeric comparison alone, whatever the two executed.
 fn numbers(ours: &Probe, burn: &Probe) -> VerifyOutcome {
     let all = |p: &Probe| p.losses.iter().chain(&p.logits).chain(&p.params).copied().collect::<Vec<f32>>();
@@ -293,9 +298,9 @@ fn numbers(ours: &Probe, burn: &Probe) -> VerifyOutcome {
     }
     let (rel, flips) = divergence(ours, burn);
     if rel > REL_TOL {
-        VerifyOutcome::Refused(format!("different: relative difference {rel:.2e} exceeds {REL_TOL:.0e}"))
+        VerifyOutcome::Refused(format!("{BEYOND_TOLERANCE} {rel:.2e} exceeds {REL_TOL:.0e}"))
     } else if flips > 0 {
-        VerifyOutcome::Refused(format!("different: argmax differs in {flips} prediction(s)"))
+        VerifyOutcome::Refused(format!("{FLIPPED} {flips} prediction(s)"))
     } else {
         VerifyOutcome::Verified { identical: false, max_rel_diff: rel }
     }

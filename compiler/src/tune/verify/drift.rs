@@ -7,13 +7,13 @@
 //! when it is no further from eager execution than Burn's unfused execution is from its fused
 //! one over the same steps, with no more flipped predictions. A replay that reads stale state
 //! is orders of magnitude further, or stops being finite, and stays refused.
-use super::{Probe, REL_TOL, VerifyOutcome, divergence};
+use super::{BEYOND_TOLERANCE, FLIPPED, Probe, REL_TOL, VerifyOutcome, divergence};
 
 /// Whether a refusal is one drift can explain: the numbers are finite and differ, by more
 /// than the tolerance or in an argmax (not broken, missing or not finite).
 pub(super) fn drift_can_explain(refusal: &VerifyOutcome) -> bool {
     matches!(refusal, VerifyOutcome::Refused(why)
-        if why.starts_with("different: relative difference") || why.starts_with("different: argmax"))
+        if why.starts_with(BEYOND_TOLERANCE) || why.starts_with(FLIPPED))
 }
 
 /// The gate's outcome for a `captured` run refused by the tolerance alone (`strict`), given the
