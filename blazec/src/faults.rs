@@ -54,6 +54,11 @@ pub struct LiveFaults {
     /// sleep after each), so a drift check has a known slowdown to find.
     #[arg(long, hide = true)]
     pub inject_drift: Option<f64>,
+    /// Test only: once the arms are verified, captured execution in this process meets this
+    /// fault (`write`, `realloc`, `no-write-back`, `misplaced-cuts`), so a recording on the
+    /// run's own steps fails after the gate passed it.
+    #[arg(long, hide = true)]
+    pub capture_fault_after_start: Option<String>,
 }
 
 /// The switches of a command's arguments: the parsed ones with the feature, all off without.
@@ -112,6 +117,14 @@ fn injected_capture_fault() -> anyhow::Result<()> {
     use blaze_runtime::fault::{CAPTURE_FAULT_ENV, capture_fault_named, inject_capture};
     let Ok(text) = std::env::var(CAPTURE_FAULT_ENV) else { return Ok(()) };
     inject_capture(Some(capture_fault_named(text.trim()).map_err(anyhow::Error::msg)?));
+    Ok(())
+}
+
+/// Turns on the capture fault `name` names now (nothing for None).
+pub fn inject_capture_fault(name: Option<&str>) -> anyhow::Result<()> {
+    let Some(name) = name else { return Ok(()) };
+    let fault = blaze_runtime::fault::capture_fault_named(name).map_err(anyhow::Error::msg)?;
+    blaze_runtime::fault::inject_capture(Some(fault));
     Ok(())
 }
 

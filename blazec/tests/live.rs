@@ -64,6 +64,13 @@ fn a_live_run_settles_rechecks_and_keeps_burns_numbers() {
         r.arms
     );
     assert_eq!(r.usage.iter().map(|u| u.steps).sum::<u64>(), STEPS as u64, "every step ran under an arm");
+    // Burn's plan captured races by default: recorded on the run's own model at each switch
+    // into it, replayed for the visit, timed only after its recording's steps.
+    let captured = r.arms.iter().position(|a| a.text.ends_with("exec=captured")).expect("a captured arm");
+    let used = &r.captured.iter().find(|(arm, _)| *arm == captured).expect("its use is reported").1;
+    assert!(used.recordings >= 3 && used.replays >= used.recordings, "{used:?}");
+    assert!(!r.usage[captured].samples.is_empty(), "{:?}", r.usage[captured]);
+    assert!(stdout.contains(&format!("captured arm {captured}: ")), "{stdout}");
 
     let settled: Vec<u64> =
         r.events.iter().filter(|e| matches!(e.what, What::Settled { .. })).map(|e| e.step).collect();
@@ -124,6 +131,9 @@ fn a_drift_check_on_a_real_run_finds_the_kept_arm_slowed_and_settles_elsewhere()
         "--cut-arms",
         "1",
         "--no-fusion-off",
+        // A captured arm is several times faster on lavapipe: doubling its steps would not
+        // make another arm faster.
+        "--no-captured",
         "--inject-drift",
         "1.0",
         "-o",
@@ -162,4 +172,74 @@ fn a_drift_check_on_a_real_run_finds_the_kept_arm_slowed_and_settles_elsewhere()
         "after the reopen an arm other than the slowed c{} is kept: {events:#?}",
         first.1
     );
+}
+
+/// A captured arm the gate kept whose recording then fails on the run's own steps (test-only
+/// fault, turned on after the gate: a host write inside every later recording window): it is
+/// withdrawn with one warning, the run goes on under the other arms, every call is one step
+/// (the real steps the failed recording ran are handed out), and until the failure the losses
+/// are Burn's.
+#[test]
+fn a_captured_arm_whose_recording_fails_on_the_runs_own_steps_is_withdrawn_with_one_warning() {
+    const STEPS: usize = 300;
+    let dir = scratch("live-withdrawn");
+    let out = dir.join("live.ron");
+    let mut args = vec!["live"];
+    args.extend(MODEL);
+    let steps = STEPS.to_string();
+    args.extend([
+        "--steps",
+        &steps,
+        "--min-rounds",
+        "3",
+        "--rounds",
+        "8",
+        "--max-blocks",
+        "2",
+        "--cut-arms",
+        "0",
+        "--no-fusion-off",
+        "--capture-fault-after-start",
+        "write",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let output = ok(&args);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let run: LiveRun = ron::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let r = &run.report;
+    let captured = r.arms.iter().position(|a| a.text.ends_with("exec=captured")).expect("the gate kept it");
+    assert!(r.arms[captured].verification().is_some_and(|v| v.is_verified()), "{:?}", r.arms[captured]);
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("withdrawn")).collect();
+    assert_eq!(warnings.len(), 1, "one warning: {stderr}");
+    assert!(
+        warnings[0].starts_with("warning: blaze: live arm") && warnings[0].contains("capture window failed"),
+        "the warning names the arm and the cause: {}",
+        warnings[0]
+    );
+    let withdrawn: Vec<u64> = r
+        .events
+        .iter()
+        .filter_map(|e| match &e.what {
+            What::Withdrawn { arm, .. } if *arm == captured => Some(e.step),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(withdrawn.len(), 1, "{:#?}", r.events);
+    let used = &r.captured.iter().find(|(arm, _)| *arm == captured).unwrap().1;
+    assert_eq!((used.recordings, used.replays), (0, 0), "{used:?}");
+    assert!(r.usage[captured].samples.is_empty(), "no timed visit: {:?}", r.usage[captured]);
+    assert_eq!((r.steps as usize, run.losses.len()), (STEPS, STEPS), "every call one step");
+    assert!(run.losses.iter().all(|l| l.is_finite()));
+
+    let report = dir.join("burn.ron");
+    let mut args = vec!["run"];
+    args.extend(MODEL);
+    let timed = (STEPS - 2).to_string();
+    args.extend(["--warmup", "0", "--settle-steps", "0", "--steps", &timed, "--report", report.to_str().unwrap()]);
+    ok(&args);
+    let burn = read_report(&report);
+    let until = withdrawn[0] as usize;
+    let diff = max_rel_diff(&run.losses[..until], &burn.losses[..until]);
+    assert!(diff <= blaze_compiler::tune::verify::REL_TOL, "losses before the failure drifted {diff:e} from Burn's");
 }

@@ -18,7 +18,7 @@
 //! Whether the replays compute what eager steps compute is not decided here: that is the
 //! verification gate's (`blazec verify`, `tune`), which compares a captured instance with an
 //! eager one over many steps with fresh inputs.
-use crate::model::{Description, Model, RecordableStep, Recording, RecordingMemory, StepOutput};
+use crate::model::{Description, Model, RecordFailure, RecordableStep, Recording, RecordingMemory, StepOutput};
 use crate::recorder::{RecordedStep, StepRecorder};
 use blaze_ir::BoundaryId;
 use blaze_ir::plan::Settings;
@@ -133,7 +133,7 @@ impl Captured {
         let recorded = match (&self.plan, &self.eager_step) {
             (None, _) => record_on(self.inner.as_mut()),
             (Some((cuts, settings)), Some(eager)) => record_plan_on(self.inner.as_mut(), cuts, settings, eager),
-            (Some(_), None) => Err("no eager step of the plan was observed before recording".into()),
+            (Some(_), None) => Err(RecordFailure::new("no eager step of the plan was observed before recording")),
         };
         match recorded {
             Ok(mut recording) => {
@@ -143,9 +143,11 @@ impl Captured {
                 self.state = CaptureState::Replaying;
                 self.pending.pop_front()
             }
-            Err(cause) => {
-                self.fall_back(format!("recording refused: {cause}"));
-                None
+            Err(failure) => {
+                self.fall_back(format!("recording refused: {}", failure.why));
+                // The real steps that ran before the failure are this call's and the next ones'.
+                self.pending.extend(failure.ran);
+                self.pending.pop_front()
             }
         }
     }
@@ -184,7 +186,7 @@ pub fn hold_state_in_place(model: &mut dyn Model) -> Result<(), String> {
 /// output is read from the recording). A plan with cuts is recorded by [`record_plan_on`]: the
 /// recorded step does not register the operations that make its inputs from data, so its cut
 /// positions are shifted there.
-pub fn record_on(model: &mut dyn Model) -> Result<Box<dyn Recording>, String> {
+pub fn record_on(model: &mut dyn Model) -> Result<Box<dyn Recording>, RecordFailure> {
     let step = model.recordable()?;
     step.refresh_inputs().map_err(|e| format!("input refresh: {e}"))?;
     step.record()

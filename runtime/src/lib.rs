@@ -40,7 +40,9 @@ pub use block_timer::{BlockTimer, BlockTimerGuard};
 pub use captured::{CaptureState, Captured};
 pub use init::{BundleHandle, load_bundle, preset_submission_batch};
 pub use load::{LoadOutcome, PlanHandle, fallback_warning, load_plan, load_plan_text};
-pub use model::{Description, Model, ModelFactory, RecordableStep, Recording, RecordingMemory, StepOutput};
+pub use model::{
+    Description, Model, ModelFactory, RecordFailure, RecordableStep, Recording, RecordingMemory, StepOutput,
+};
 pub use policy::{
     CutSet, Unfused, activate, activate_burn_default, activate_explore_probe, activate_explore_probe_with,
     activate_unfused, activate_with,

@@ -82,13 +82,57 @@ pub trait RecordableStep {
     /// place (a clone of an input is alive elsewhere).
     fn refresh_inputs(&mut self) -> Result<(), String>;
     /// Records the step on the inputs as they are now (after warming the recorded form up).
-    fn record(&mut self) -> Result<Box<dyn Recording>, String>;
+    /// A failure hands back the outputs of the real steps that ran before it (a training
+    /// step's preparing launches), so that no step the state took goes unreported.
+    fn record(&mut self) -> Result<Box<dyn Recording>, RecordFailure>;
     /// Called once before the first step of a captured run, when the model is still fresh:
     /// moves the state a step writes to where a recording can write it in place (a training
     /// step's optimizer, see `blaze_burn::DeviceAdam`), or says why it cannot be recorded.
     /// Default: nothing to move (a forward step writes no state).
     fn hold_state_in_place(&mut self) -> Result<(), String> {
         Ok(())
+    }
+}
+
+/// Why a recording could not be made, and the outputs of the real steps that ran before it
+/// failed, oldest first (a training step's preparing launches: its state took those steps).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RecordFailure {
+    pub why: String,
+    pub ran: Vec<StepOutput>,
+}
+
+impl RecordFailure {
+    /// A failure before any step ran.
+    pub fn new(why: impl Into<String>) -> Self {
+        Self { why: why.into(), ran: Vec::new() }
+    }
+
+    /// The same failure, its reason prefixed with where it happened.
+    pub fn context(self, wherein: &str) -> Self {
+        Self { why: format!("{wherein}: {}", self.why), ..self }
+    }
+}
+
+impl From<String> for RecordFailure {
+    fn from(why: String) -> Self {
+        Self::new(why)
+    }
+}
+
+impl From<&str> for RecordFailure {
+    fn from(why: &str) -> Self {
+        Self::new(why)
+    }
+}
+
+impl std::fmt::Display for RecordFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.why)?;
+        match self.ran.len() {
+            0 => Ok(()),
+            n => write!(f, " (after {n} real steps)"),
+        }
     }
 }
 

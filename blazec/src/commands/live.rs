@@ -31,6 +31,10 @@ pub struct LiveArgs {
     /// Leave fusion off out of the race (it is never kept, only measured as the stock setting).
     #[arg(long)]
     pub no_fusion_off: bool,
+    /// Leave captured execution out of the race (by default Burn's plan captured races when the
+    /// model offers a recordable step and the captured gate keeps it).
+    #[arg(long)]
+    pub no_captured: bool,
     /// Rules of the selection race.
     #[command(flatten)]
     pub race: RaceArgs,
@@ -68,6 +72,7 @@ pub fn live(resolve: &Resolver, args: &LiveArgs) -> anyhow::Result<()> {
         max_blocks: args.max_blocks.clone(),
         cut_arms: args.cut_arms,
         fusion_off: !args.no_fusion_off,
+        captured: !args.no_captured,
         bundle: args.bundle.clone(),
         inject_drift: args.faults().inject_drift,
         ..LiveOptions::default()
@@ -78,6 +83,8 @@ pub fn live(resolve: &Resolver, args: &LiveArgs) -> anyhow::Result<()> {
         blaze_compiler::tune::race::RaceRules { max_rounds: args.check_rounds, ..opts.schedule.check.clone() };
     let mut progress = crate::progress::progress_printer("live", true);
     let mut live = Live::start(factory.as_ref(), args.model.regime, &opts, &mut progress)?;
+    // After the gate: only the run's own recordings meet the fault.
+    crate::faults::inject_capture_fault(args.faults().capture_fault_after_start.as_deref())?;
     let mut model = factory.build(args.model.regime).map_err(anyhow::Error::msg)?;
     let mut losses = Vec::with_capacity(args.steps as usize);
     let mut switched_at = None;

@@ -6,12 +6,18 @@
 //! 1. *Sizing*: Burn's plan for `settle_steps` untimed steps, then `sizing_steps` timed ones;
 //!    a visit's timed block gets enough steps to last [`crate::tune::measure::MIN_VISIT`].
 //! 2. *Selecting*: the race of blaze-measure/3 ([`RaceState`]) over every arm, each visit one
-//!    untimed switch step and a timed block, Burn's plan in every round. When it stops, the
+//!    untimed switch step (more when the arm says so: a captured arm records there, and a
+//!    training step's recording runs real steps first, [`Driver::untimed`]) and a timed block,
+//!    Burn's plan in every round. When it stops, the
 //!    best winner settles (or Burn's plan, when none won); the runner-up is the best other arm.
 //! 3. *Settled*: the winner runs. After `first_check` steps, and then after a delay that
 //!    doubles with every clean check, a *check* races the winner (as reference) against the
 //!    runner-up only. A runner-up faster with confidence reopens selection over every arm
 //!    (and the delay starts again); otherwise the check is clean.
+//!
+//! An arm that fails on the run's own steps (a captured arm whose recording or replay fails) is
+//! withdrawn ([`Driver::withdraw`]): it leaves every later race, the rest of its visit runs under
+//! Burn's plan untimed, and a withdrawn winner sends the run back to selection.
 use crate::tune::race::{BURN, Candidate, RaceRules, RaceState, Standing, Stop, Verdict};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -65,6 +71,8 @@ pub enum What {
     Checked { clean: bool, ratio: f64, lo: f64, hi: f64, next_in_steps: u64 },
     /// A check found the runner-up faster: selection starts again over every arm.
     Reopened { winner: usize, runner_up: usize },
+    /// An arm failed on the run's own steps and left the race for the rest of the run.
+    Withdrawn { arm: usize, why: String },
 }
 
 /// What an arm ran: steps, and the ms per step of its timed visits.
@@ -94,6 +102,8 @@ struct Race {
     pos: usize,
     /// Steps done in the current visit (0: the untimed switch step is next).
     done: u32,
+    /// Untimed steps at the start of the current visit (1 unless the arm asks for more).
+    untimed: u32,
     block_start: Duration,
     visits: Vec<(usize, f64)>,
     started: Duration,
@@ -105,6 +115,8 @@ pub struct Driver {
     schedule: Schedule,
     arms_total: usize,
     can_win: Vec<bool>,
+    /// Arms withdrawn during the run, with why.
+    withdrawn: Vec<Option<String>>,
     phase: Phase,
     step: u64,
     steps_per_visit: u32,
@@ -126,6 +138,7 @@ impl Driver {
             schedule,
             arms_total: n,
             can_win,
+            withdrawn: vec![None; n],
             phase: Phase::Sizing { times: Vec::new() },
             step: 0,
             steps_per_visit: 1,
@@ -161,6 +174,62 @@ impl Driver {
     /// Whether a race (selection or check) is running.
     pub fn racing(&self) -> bool {
         matches!(self.phase, Phase::Racing(_))
+    }
+
+    /// Whether `arm` was withdrawn.
+    pub fn is_withdrawn(&self, arm: usize) -> bool {
+        self.withdrawn.get(arm).is_some_and(Option::is_some)
+    }
+
+    /// Called during a visit's switch step (between `before_step` and `after_step`): the visit's
+    /// first `steps` steps are untimed, this one included (a captured arm's recording, whose
+    /// preparing launches are real steps handed out by the following calls). Outside a race's
+    /// switch step it changes nothing.
+    pub(crate) fn untimed(&mut self, steps: u32) {
+        if let Phase::Racing(race) = &mut self.phase
+            && race.done == 0
+        {
+            race.untimed = steps.max(1);
+        }
+    }
+
+    /// `arm` failed on the run's own steps: it leaves the race now and for the rest of the run
+    /// (Burn's plan takes the rest of its visit, untimed). Burn's plan is never withdrawn.
+    pub(crate) fn withdraw(&mut self, arm: usize, why: String, clock: &dyn Clock) {
+        if arm == BURN || self.is_withdrawn(arm) {
+            return;
+        }
+        self.withdrawn[arm] = Some(why.clone());
+        self.can_win[arm] = false;
+        let now = clock.now();
+        self.log(now, What::Withdrawn { arm, why: why.clone() });
+        let reselect = match &mut self.phase {
+            Phase::Racing(race) => {
+                if let Some(id) = race.arms.iter().position(|&a| a == arm) {
+                    race.state.broken(id, why);
+                }
+                // A check whose kept arm or runner-up is gone has nothing left to decide.
+                race.check
+            }
+            Phase::Settled { .. } => self.winner == arm,
+            Phase::Sizing { .. } => false,
+        };
+        if reselect {
+            self.reselect(now);
+        }
+        if self.runner_up == arm {
+            self.runner_up = BURN;
+        }
+    }
+
+    /// Selection over every arm still in the run, starting now (Burn's plan runs meanwhile).
+    fn reselect(&mut self, now: Duration) {
+        self.winner = BURN;
+        let mut race = self.selection_race(now);
+        // The step in progress ran the withdrawn arm's fusion: it and the first visit's own
+        // switch step stay untimed.
+        race.untimed = 2;
+        self.phase = Phase::Racing(race);
     }
 
     /// Before a step: installs the arm the step must run under.
@@ -199,11 +268,12 @@ impl Driver {
     }
 
     fn arm_now(&self) -> usize {
-        match &self.phase {
+        let arm = match &self.phase {
             Phase::Sizing { .. } => BURN,
             Phase::Racing(r) => r.arms[r.order[r.pos]],
             Phase::Settled { .. } => self.winner,
-        }
+        };
+        if self.is_withdrawn(arm) { BURN } else { arm }
     }
 
     fn after_sizing(&mut self, times: Vec<f64>, now: Duration) -> Phase {
@@ -223,7 +293,13 @@ impl Driver {
         let arms: Vec<usize> = (0..self.arms_total).collect();
         let candidates: Vec<Candidate> =
             (1..self.arms_total).map(|id| Candidate { id, can_win: self.can_win[id] }).collect();
-        Race::new(RaceState::new(&candidates, &self.schedule.select), arms, now, false)
+        let mut state = RaceState::new(&candidates, &self.schedule.select);
+        for (arm, why) in self.withdrawn.iter().enumerate() {
+            if let Some(why) = why {
+                state.broken(arm, why.clone());
+            }
+        }
+        Race::new(state, arms, now, false)
     }
 
     /// The winner as reference (race id 0), the runner-up as the one challenger (race id 1).
@@ -238,22 +314,24 @@ impl Driver {
     }
 
     fn after_race_step(&mut self, mut race: Race, now: Duration) -> Phase {
-        if race.done == 0 {
-            // The untimed switch step (plans of the new arm are replayed from its sync on).
-            race.done = 1;
+        // The untimed switch steps first (plans of the new arm are replayed from the first one's
+        // sync on), then the timed block.
+        race.done += 1;
+        if race.done == race.untimed {
             race.block_start = now;
-            return Phase::Racing(race);
         }
-        if race.done < self.steps_per_visit {
-            race.done += 1;
+        if race.done < race.untimed + self.steps_per_visit {
             return Phase::Racing(race);
         }
         let ms = (now - race.block_start).as_secs_f64() * 1e3 / self.steps_per_visit as f64;
         let id = race.order[race.pos];
-        self.costs[race.arms[id]].samples.push(ms);
-        race.visits.push((id, ms));
+        // A visit cut short by a withdrawal ran Burn's plan: it is nobody's sample.
+        if !self.is_withdrawn(race.arms[id]) {
+            self.costs[race.arms[id]].samples.push(ms);
+            race.visits.push((id, ms));
+        }
         race.pos += 1;
-        race.done = 0;
+        (race.done, race.untimed) = (0, 1);
         if race.pos < race.order.len() {
             return Phase::Racing(race);
         }
@@ -320,7 +398,18 @@ fn usable_ratio(s: &Standing) -> f64 {
 impl Race {
     fn new(state: RaceState, arms: Vec<usize>, now: Duration, check: bool) -> Self {
         let order = state.next_round();
-        Race { state, arms, order, pos: 0, done: 0, block_start: now, visits: Vec::new(), started: now, check }
+        Race {
+            state,
+            arms,
+            order,
+            pos: 0,
+            done: 0,
+            untimed: 1,
+            block_start: now,
+            visits: Vec::new(),
+            started: now,
+            check,
+        }
     }
 }
 
@@ -334,6 +423,11 @@ mod tests {
     struct Fake {
         ratio: Box<dyn Fn(usize, u64) -> f64>,
         installed: usize,
+        /// Steps since the last install.
+        since_install: u32,
+        /// An arm that records at its switch: its first `untimed` steps after an install take
+        /// `record_ratio` (a recording and the real steps it runs).
+        recording: Option<(usize, u32, f64)>,
         clock: FakeClock,
         rng: u64,
     }
@@ -349,12 +443,20 @@ mod tests {
     impl Arms for Fake {
         fn install(&mut self, arm: usize) {
             self.installed = arm;
+            self.since_install = 0;
         }
     }
 
     impl Fake {
         fn new(ratio: impl Fn(usize, u64) -> f64 + 'static) -> Self {
-            Fake { ratio: Box::new(ratio), installed: 0, clock: FakeClock(Cell::new(Duration::ZERO)), rng: 7 }
+            Fake {
+                ratio: Box::new(ratio),
+                installed: 0,
+                since_install: 0,
+                recording: None,
+                clock: FakeClock(Cell::new(Duration::ZERO)),
+                rng: 7,
+            }
         }
 
         fn jitter(&mut self) -> f64 {
@@ -371,7 +473,18 @@ mod tests {
             for _ in 0..n {
                 let clock = FakeClock(Cell::new(self.clock.0.get()));
                 driver.before_step(self, &clock);
-                let ms = 10.0 * (self.ratio)(self.installed, driver.steps()) * self.jitter();
+                let mut ratio = (self.ratio)(self.installed, driver.steps());
+                if let Some((arm, untimed, slow)) = self.recording
+                    && arm == self.installed
+                    && self.since_install < untimed
+                {
+                    if self.since_install == 0 {
+                        driver.untimed(untimed);
+                    }
+                    ratio = slow;
+                }
+                self.since_install += 1;
+                let ms = 10.0 * ratio * self.jitter();
                 self.clock.0.set(self.clock.0.get() + Duration::from_secs_f64(ms / 1e3));
                 driver.after_step(&self.clock);
             }
@@ -461,5 +574,61 @@ mod tests {
         fake.run(&mut driver, 600);
         let s = settled(&driver.events);
         assert_eq!((s[0].1, s[0].2), (0, 0), "{:?}", driver.events);
+    }
+
+    #[test]
+    fn an_arm_whose_switch_records_is_timed_only_after_its_untimed_steps() {
+        // Arm 1 replays at 0.8 of Burn's step, but each visit starts with a recording: 4 steps
+        // at 5 times Burn's. Timed with them it would lose; without them it wins.
+        let mut fake = Fake::new(|arm, _| [1.0, 0.8][arm]);
+        fake.recording = Some((1, 4, 5.0));
+        let mut driver = Driver::new(schedule(), vec![true, true]);
+        fake.run(&mut driver, 600);
+        let s = settled(&driver.events);
+        assert_eq!((s[0].1, s[0].2), (1, 0), "{:?}", driver.events);
+        let samples = &driver.costs[1].samples;
+        assert!(samples.iter().all(|&ms| ms < 9.0), "no recording step in a timed block: {samples:?}");
+        let spv = driver.steps_per_visit as u64;
+        let visits = samples.len() as u64;
+        assert!(driver.costs[1].steps >= visits * (4 + spv), "{} steps for {visits} visits", driver.costs[1].steps);
+    }
+
+    #[test]
+    fn a_withdrawn_arm_leaves_the_race_and_a_withdrawn_winner_sends_the_run_back_to_selection() {
+        let mut fake = Fake::new(|arm, _| [1.0, 0.8, 0.9][arm]);
+        let mut driver = Driver::new(schedule(), vec![true, true, true]);
+        fake.run(&mut driver, 300);
+        assert_eq!(driver.winner(), 1, "{:?}", driver.events);
+        let clock = FakeClock(Cell::new(fake.clock.0.get()));
+        driver.withdraw(1, "replay: lost the device".into(), &clock);
+        driver.withdraw(BURN, "Burn's plan is never withdrawn".into(), &clock);
+        assert!(driver.is_withdrawn(1) && !driver.is_withdrawn(BURN));
+        let steps_before = driver.costs[1].steps;
+        fake.run(&mut driver, 600);
+        assert_eq!(driver.costs[1].steps, steps_before, "the withdrawn arm never runs again");
+        let s = settled(&driver.events);
+        assert_eq!(s.len(), 2, "{:?}", driver.events);
+        assert_eq!((s[1].1, s[1].2), (2, 0), "selects again among the others: {s:?}");
+        let withdrawn: Vec<&Event> =
+            driver.events.iter().filter(|e| matches!(e.what, What::Withdrawn { .. })).collect();
+        assert_eq!(withdrawn.len(), 1, "one event, for arm 1 only: {withdrawn:?}");
+        assert!(matches!(&withdrawn[0].what, What::Withdrawn { arm: 1, why } if why.contains("lost the device")));
+    }
+
+    #[test]
+    fn an_arm_withdrawn_during_its_visit_leaves_no_sample_of_that_visit() {
+        let mut fake = Fake::new(|arm, _| [1.0, 0.8, 0.9][arm]);
+        let mut driver = Driver::new(schedule(), vec![true, true, true]);
+        // Into the race: the first visit of arm 2 in progress.
+        while !(driver.racing() && driver.arm_now() == 2) {
+            fake.run(&mut driver, 1);
+        }
+        fake.run(&mut driver, 2);
+        let clock = FakeClock(Cell::new(fake.clock.0.get()));
+        driver.withdraw(2, "recording: no room in the pools".into(), &clock);
+        assert_eq!(driver.arm_now(), BURN, "the rest of the visit runs Burn's plan");
+        fake.run(&mut driver, 600);
+        assert!(driver.costs[2].samples.is_empty(), "{:?}", driver.costs[2]);
+        assert_eq!(settled(&driver.events)[0].1, 1);
     }
 }

@@ -16,7 +16,17 @@
 //! instances are dropped before the first real step, so they do not disturb training (beyond
 //! the time they take, which the report counts as preparation). The user's own steps then run
 //! under arms that all compute Burn's numbers within that tolerance.
+//!
+//! Captured arms. Burn's plan captured (and a shipped captured entry) race like any other arm
+//! when the model offers a recordable step ([`captured`]); the captured gate on side instances
+//! decides whether they run. In a training run with a captured arm, the run's model holds its
+//! state in place from its first step (`RecordableStep::hold_state_in_place`: the optimizer that
+//! writes parameters and moments back into their buffers) under every arm, so that any arm's
+//! steps can be followed by a recording; the captured gate compared exactly that optimizer
+//! against Burn's. `BLAZE_LIVE_CAPTURED=0` leaves captured arms out.
+mod captured;
 pub mod driver;
+pub use captured::CapturedUse;
 pub mod report;
 
 use crate::candidate::Candidate;
@@ -35,6 +45,8 @@ pub(crate) const LIVE_ENV: &str = "BLAZE_LIVE";
 pub(crate) const FIRST_CHECK_ENV: &str = "BLAZE_LIVE_FIRST_CHECK";
 /// A shipped bundle (or plan file) whose entry for this run joins the race as an arm.
 pub(crate) const BUNDLE_ENV: &str = "BLAZE_LIVE_BUNDLE";
+/// `0`/`off` leaves captured arms out of the race.
+pub(crate) const CAPTURED_ENV: &str = "BLAZE_LIVE_CAPTURED";
 
 /// Which arms a live run prepares, and its schedule.
 #[derive(Clone, Debug)]
@@ -46,6 +58,9 @@ pub struct LiveOptions {
     pub cut_arms: usize,
     /// Race fusion off as an arm (never kept: it is Burn's stock setting, not a plan).
     pub fusion_off: bool,
+    /// Race Burn's plan captured (recorded on the run's model, replayed), when the model offers
+    /// a recordable step and the captured gate keeps it.
+    pub captured: bool,
     pub seed: u64,
     /// A shipped bundle: its entry that fits this run (device, model, regime, shapes, op
     /// stream) races as an arm; nothing is added when none fits (said in the report).
@@ -63,6 +78,7 @@ impl Default for LiveOptions {
             max_blocks: vec![1, 2, 8],
             cut_arms: 2,
             fusion_off: true,
+            captured: true,
             seed: 0,
             bundle: None,
             inject_drift: None,
@@ -82,6 +98,7 @@ impl LiveOptions {
             opts.schedule.first_check = n;
         }
         opts.bundle = std::env::var_os(BUNDLE_ENV).map(Into::into);
+        opts.captured = !std::env::var(CAPTURED_ENV).is_ok_and(|v| matches!(v.trim(), "0" | "off" | "false"));
         Some(opts)
     }
 }
@@ -94,6 +111,7 @@ pub struct Live {
 struct Running {
     driver: Driver,
     arms: DeviceArms,
+    captured: captured::CapturedArms,
     clock: WallClock,
     report: LiveReport,
     inject_drift: Option<f64>,
@@ -130,6 +148,7 @@ impl Live {
         let (cands, arms, refused) = prepare(factory, regime, opts, progress)?;
         let can_win = cands.iter().map(|c| !c.unfused).collect();
         let driver = Driver::new(opts.schedule.clone(), can_win);
+        let captured = captured::CapturedArms::new(cands.iter().map(Candidate::is_captured).collect());
         let desc = factory.build(regime).map_err(anyhow::Error::msg)?.describe();
         let report = LiveReport::new(&desc, &opts.schedule, arms, refused, started.elapsed().as_secs_f64());
         install(&cands[0]);
@@ -138,6 +157,7 @@ impl Live {
             inner: Some(Running {
                 driver,
                 arms: DeviceArms(cands),
+                captured,
                 clock,
                 report,
                 inject_drift: opts.inject_drift,
@@ -146,9 +166,13 @@ impl Live {
         })
     }
 
-    /// One training step of `model`, under the arm the schedule says.
+    /// One training step of `model`, under the arm the schedule says. Hand every step of the
+    /// run's model to it (a model stepped elsewhere is not the one a recording holds).
     pub fn step(&mut self, model: &mut dyn Model) -> StepOutput {
         let Some(run) = self.inner.as_mut() else { return model.step(false) };
+        if let Err(why) = run.captured.adopt(model) {
+            run.withdraw_captured(&format!("the model cannot hold its state in place: {why}"));
+        }
         // The step starts at a sync: plans index operations from it (see blaze_burn's
         // step_boundary). Every step ends with one (below), so only the first needs its own.
         if run.driver.steps() == 0 {
@@ -156,7 +180,7 @@ impl Live {
         }
         run.driver.before_step(&mut run.arms, &run.clock);
         let started = Instant::now();
-        let out = model.step(false);
+        let out = run.step_under_arm(model);
         // The step read its loss back; this makes sure the device is done before timing.
         model.sync();
         run.drift(started.elapsed());
@@ -171,7 +195,9 @@ impl Live {
     /// What the run measured and decided so far (None when live mode is off).
     pub fn report(&self) -> Option<LiveReport> {
         let run = self.inner.as_ref()?;
-        Some(run.report.finish(&run.driver))
+        let mut report = run.report.finish(&run.driver);
+        report.captured = run.captured.usage();
+        Some(report)
     }
 
     /// The step at which the first selection settled (None before, or when live mode is off).
@@ -181,6 +207,44 @@ impl Live {
 }
 
 impl Running {
+    /// The step under the installed arm: an output a recording already computed, a captured
+    /// step, or an eager one (also when a captured arm fails here: it is withdrawn, with one
+    /// warning, and this step runs eagerly).
+    fn step_under_arm(&mut self, model: &mut dyn Model) -> StepOutput {
+        if let Some(out) = self.captured.owed() {
+            return out;
+        }
+        let arm = self.driver.installed().unwrap_or(crate::tune::race::BURN);
+        match self.captured.step(arm, model) {
+            captured::Stepped::Eager => model.step(false),
+            captured::Stepped::Ran { out, untimed } => {
+                self.driver.untimed(untimed);
+                out
+            }
+            captured::Stepped::Failed(why) => {
+                self.withdraw(arm, &why);
+                self.captured.owed().unwrap_or_else(|| model.step(false))
+            }
+        }
+    }
+
+    fn withdraw(&mut self, arm: usize, why: &str) {
+        if !self.driver.is_withdrawn(arm) {
+            let name = self.report.arms.get(arm).map_or(String::new(), |a| a.text.clone());
+            eprintln!("warning: blaze: live arm {name} withdrawn ({why}); the run goes on without it");
+        }
+        self.driver.withdraw(arm, why.to_string(), &self.clock);
+    }
+
+    /// Every captured arm leaves the run.
+    fn withdraw_captured(&mut self, why: &str) {
+        for arm in 0..self.arms.0.len() {
+            if self.arms.0[arm].is_captured() {
+                self.withdraw(arm, why);
+            }
+        }
+    }
+
     /// The test-only injected drift ([`LiveOptions::inject_drift`]) after a step that took
     /// `took`.
     fn drift(&mut self, took: Duration) {
@@ -238,6 +302,12 @@ fn prepare(
     if opts.fusion_off {
         cands.push(Candidate::fusion_off(0));
     }
+    // Captured arms execute like their eager fusion: confirming would fold them into it.
+    let (mut captured, mut cands): (Vec<Candidate>, Vec<Candidate>) =
+        cands.into_iter().partition(Candidate::is_captured);
+    if opts.captured && !captured.iter().any(|c| c.eager().is_burn()) {
+        captured.insert(0, Candidate::new(0, vec![]).captured(0));
+    }
     renumber(&mut cands);
     progress(&format!("live: confirm {} arms", cands.len()));
     let mut side = factory.build(regime).map_err(anyhow::Error::msg)?;
@@ -246,6 +316,8 @@ fn prepare(
     drop(side);
     let mut kept: Vec<Candidate> = confirmed.survivors().into_iter().map(|id| cands[id].clone()).collect();
     kept.sort_by_key(|c| c.id);
+    kept.extend(captured);
+    renumber(&mut kept);
     let (mut arms, mut refused, mut out) = (Vec::new(), Vec::new(), Vec::new());
     for c in kept {
         let outcome = if c.is_burn() {

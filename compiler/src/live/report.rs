@@ -79,6 +79,10 @@ pub struct LiveReport {
     /// arms, against Burn's default and against the best stock setting (Burn's or fusion off).
     pub break_even_default: Option<f64>,
     pub break_even_stock: Option<f64>,
+    /// Captured arms on the run's own steps: recordings made, replays run, the memory around
+    /// the last recording (absent in reports of runs without captured arms).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub captured: Vec<(usize, super::CapturedUse)>,
 }
 
 impl LiveReport {
@@ -104,6 +108,7 @@ impl LiveReport {
             check_steps: 0,
             break_even_default: None,
             break_even_stock: None,
+            captured: Vec::new(),
         }
     }
 
@@ -166,6 +171,17 @@ impl LiveReport {
         for a in &self.refused {
             out += &format!("| – | {} | {} (never ran) | 0 | – |\n", a.text, a.verify_text());
         }
+        for (arm, c) in &self.captured {
+            let mib = |b: Option<u64>| b.map_or("–".into(), |b| format!("{:.1} MiB", b as f64 / (1 << 20) as f64));
+            let memory = c.memory.unwrap_or_default();
+            out += &format!(
+                "\ncaptured arm {arm}: {} recordings on the run's own steps, {} replays; pools reserved {} before recording, {} with the recording live",
+                c.recordings,
+                c.replays,
+                mib(memory.reserved_before),
+                mib(memory.reserved_live)
+            );
+        }
         out += "\n";
         for e in &self.events {
             out += &format!("- step {} ({:.1} s): {}\n", e.step, e.seconds, event_text(e, &self.arms));
@@ -203,5 +219,6 @@ pub(crate) fn event_text(e: &Event, arms: &[Arm]) -> String {
         What::Reopened { winner, runner_up } => {
             format!("reopened: {} no longer beats {}; selecting again", name(*winner), name(*runner_up))
         }
+        What::Withdrawn { arm, why } => format!("withdrew {} for the rest of the run: {why}", name(*arm)),
     }
 }

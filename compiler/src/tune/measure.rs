@@ -158,12 +158,13 @@ fn record_candidate(model: &mut dyn Model, candidate: &Candidate) -> Result<Box<
     install(candidate);
     crate::drive::warm_up(model, crate::confirm::CONFIRM_WARMUP);
     let fusion = candidate.eager();
+    // The race's instance is timed, not read: steps a failed recording ran need no report.
     if fusion.cuts.is_empty() {
-        return blaze_runtime::captured::record_on(model);
+        return blaze_runtime::captured::record_on(model).map_err(|f| f.to_string());
     }
     // The eager step the recording of a plan with cuts is checked against.
     let (eager, _) = crate::drive::record_step(model, false);
-    blaze_runtime::captured::record_plan_on(model, &fusion.cuts, &fusion.settings, &eager)
+    blaze_runtime::captured::record_plan_on(model, &fusion.cuts, &fusion.settings, &eager).map_err(|f| f.to_string())
 }
 
 /// One visit's steps: a switch step (a plan-store switch happens at its sync), then `k` steps

@@ -1,7 +1,7 @@
 //! tiny-mlp-lm: predicts the next byte of this very source file from the previous one with an
 //! embedding and a two-layer MLP. Written the way a Burn user would, against the Model trait.
 use blaze_ir::plan::Regime;
-use blaze_runtime::{Description, Model, ModelFactory, RecordableStep, Recording, StepOutput};
+use blaze_runtime::{Description, Model, ModelFactory, RecordFailure, RecordableStep, Recording, StepOutput};
 use burn::module::Module;
 use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
 use burn::nn::{Embedding, EmbeddingConfig, Gelu, Linear, LinearConfig};
@@ -191,6 +191,22 @@ impl Model for Run {
 /// A step that can be recorded: the batch is written into stable device tensors, and the
 /// recorded step computes logits and loss from them (training: and updates the net with Adam
 /// held in place).
+/// What a failed recording of the training step restores (the parameters and Adam's state
+/// it wrote in place are lost with it).
+impl blaze_burn::capture::Rewind for Run {
+    type Saved = Option<blaze_burn::capture::SavedTraining<Net>>;
+
+    fn save(&self) -> Self::Saved {
+        Some(blaze_burn::capture::SavedTraining::of(self.net.as_ref()?, self.adam.as_ref()?))
+    }
+
+    fn restore(&mut self, saved: Self::Saved) {
+        if let Some(saved) = saved {
+            (self.net, self.adam) = (Some(saved.module), Some(saved.adam));
+        }
+    }
+}
+
 impl RecordableStep for Run {
     fn refresh_inputs(&mut self) -> Result<(), String> {
         let (x, y) = self.batch();
@@ -208,7 +224,7 @@ impl RecordableStep for Run {
         Ok(())
     }
 
-    fn record(&mut self) -> Result<Box<dyn Recording>, String> {
+    fn record(&mut self) -> Result<Box<dyn Recording>, RecordFailure> {
         if self.adam.is_some() {
             let plain = self.device.clone().inner();
             return blaze_burn::capture::record_training(

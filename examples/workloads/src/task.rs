@@ -7,7 +7,7 @@ use crate::{
     trainer::{self, CharLm, CharLmRun, LEARNING_RATE, SEED},
 };
 use blaze_ir::plan::Regime;
-use blaze_runtime::{Description, Model, RecordableStep, Recording, StepOutput};
+use blaze_runtime::{Description, Model, RecordFailure, RecordableStep, Recording, StepOutput};
 use burn::module::Module;
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor};
@@ -130,6 +130,20 @@ impl<T: Task> Model for TaskRun<T> {
     }
 }
 
+impl<T: Task> blaze_burn::capture::Rewind for TaskRun<T> {
+    type Saved = Option<blaze_burn::capture::SavedTraining<T::Net>>;
+
+    fn save(&self) -> Self::Saved {
+        Some(self.in_place.as_ref()?.save(self.net.as_ref()?))
+    }
+
+    fn restore(&mut self, saved: Self::Saved) {
+        if let (Some(saved), Some(training)) = (saved, self.in_place.as_mut()) {
+            self.net = Some(training.restore(saved));
+        }
+    }
+}
+
 impl<T: Task> RecordableStep for TaskRun<T> {
     fn refresh_inputs(&mut self) -> Result<(), String> {
         self.task.refresh_inputs(&self.device)?;
@@ -143,7 +157,7 @@ impl<T: Task> RecordableStep for TaskRun<T> {
         Ok(())
     }
 
-    fn record(&mut self) -> Result<Box<dyn Recording>, String> {
+    fn record(&mut self) -> Result<Box<dyn Recording>, RecordFailure> {
         if let Some(training) = &self.in_place {
             let plain = training.plain().clone();
             let classes = self.task.classes();

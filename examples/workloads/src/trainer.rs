@@ -5,7 +5,7 @@ use crate::{
     text::{CharBatcher, VOCAB},
 };
 use blaze_ir::plan::Regime;
-use blaze_runtime::{Description, Model, RecordableStep, Recording, StepOutput};
+use blaze_runtime::{Description, Model, RecordFailure, RecordableStep, Recording, StepOutput};
 use burn::module::Module;
 use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
 use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer};
@@ -137,6 +137,18 @@ impl InPlaceTraining {
         Self { adam: blaze_burn::DeviceAdam::new(0.9, 0.999, 1e-8), plain: device.clone().inner(), failure: None }
     }
 
+    /// A copy of `module` and of this optimizer, in buffers of their own (what a failed
+    /// recording restores: `blaze_burn::capture::Rewind`).
+    pub fn save<N: Module>(&self, module: &N) -> blaze_burn::capture::SavedTraining<N> {
+        blaze_burn::capture::SavedTraining::of(module, &self.adam)
+    }
+
+    /// Restores what [`Self::save`] copied: the module is returned, the optimizer replaced.
+    pub fn restore<N>(&mut self, saved: blaze_burn::capture::SavedTraining<N>) -> N {
+        self.adam = saved.adam;
+        saved.module
+    }
+
     /// The plain device the step is recorded on (autodiff has no graph support).
     pub fn plain(&self) -> &Device {
         &self.plain
@@ -209,6 +221,20 @@ impl<M: CharLm> Model for CharLmRun<M> {
     }
 }
 
+impl<M: CharLm> blaze_burn::capture::Rewind for CharLmRun<M> {
+    type Saved = Option<blaze_burn::capture::SavedTraining<M>>;
+
+    fn save(&self) -> Self::Saved {
+        Some(self.in_place.as_ref()?.save(self.model.as_ref()?))
+    }
+
+    fn restore(&mut self, saved: Self::Saved) {
+        if let (Some(saved), Some(training)) = (saved, self.in_place.as_mut()) {
+            self.model = Some(training.restore(saved));
+        }
+    }
+}
+
 impl<M: CharLm> RecordableStep for CharLmRun<M> {
     fn refresh_inputs(&mut self) -> Result<(), String> {
         let (x, y) = self.batcher.next(&self.device);
@@ -227,7 +253,7 @@ impl<M: CharLm> RecordableStep for CharLmRun<M> {
         Ok(())
     }
 
-    fn record(&mut self) -> Result<Box<dyn Recording>, String> {
+    fn record(&mut self) -> Result<Box<dyn Recording>, RecordFailure> {
         if let Some(training) = &self.in_place {
             let plain = training.plain().clone();
             return blaze_burn::capture::record_training(

@@ -8,7 +8,7 @@
 //! has no graph support, a host write or read inside the window, no room in the memory pools.
 //!
 //! [`StableInput`] is how a model keeps a step input in one device buffer for the whole run.
-use blaze_runtime::{Recording, RecordingMemory, StepOutput, StepRecorder};
+use blaze_runtime::{RecordFailure, Recording, RecordingMemory, StepOutput, StepRecorder};
 use burn::backend::{Backend, Dispatch, DispatchGraph};
 use burn::tensor::{Device, Float, Tensor, kind::Basic};
 
@@ -26,7 +26,7 @@ pub fn record<T: 'static>(
     device: &Device,
     launch: impl FnMut() -> T,
     read: impl FnMut(&T, bool) -> StepOutput + 'static,
-) -> Result<Box<dyn Recording>, String> {
+) -> Result<Box<dyn Recording>, RecordFailure> {
     let graph = record_graph(device, launch)?;
     Ok(Box::new(Reading { graph, read: Box::new(read), prepared: Vec::new() }))
 }
@@ -35,19 +35,23 @@ pub fn record<T: 'static>(
 /// [`PREPARE_LAUNCHES`] launches before the recorded one is a real step on a batch of its own.
 /// Its outputs are read then (`Recording::prepared` hands them out, oldest first) and
 /// `refresh` writes the next batch and step scalars before the next launch. The recorded
-/// launch runs on what the last `refresh` wrote.
+/// launch runs on what the last `refresh` wrote. A failure hands back the outputs of the
+/// preparing steps that ran.
 pub fn record_stepping<T: 'static>(
     device: &Device,
     launch: impl FnMut() -> T,
     mut refresh: impl FnMut() -> Result<(), String>,
     mut read: impl FnMut(&T, bool) -> StepOutput + 'static,
-) -> Result<Box<dyn Recording>, String> {
+) -> Result<Box<dyn Recording>, RecordFailure> {
     let mut prepared = Vec::new();
     let graph = record_graph_stepping(device, launch, |outputs| {
         prepared.push(read(outputs, true));
         refresh()
-    })?;
-    Ok(Box::new(Reading { graph, read: Box::new(read), prepared }))
+    });
+    match graph {
+        Ok(graph) => Ok(Box::new(Reading { graph, read: Box::new(read), prepared })),
+        Err(why) => Err(RecordFailure { why, ran: prepared }),
+    }
 }
 
 /// Records one `launch` after [`PREPARE_LAUNCHES`] eager ones; the recording keeps the output
@@ -126,28 +130,78 @@ fn cause(call: &str, e: impl std::fmt::Display) -> String {
     format!("{call}: {}", text.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
+/// A training run's state that a failed recording rolls back to. A recording that fails at
+/// its stop loses the buffers its launch wrote (the backend marks them never written): a
+/// training step writes its parameters and moments back in place there, so without a copy
+/// taken before the window every later read of the state fails.
+pub trait Rewind {
+    /// The state in buffers of its own.
+    type Saved;
+    fn save(&self) -> Self::Saved;
+    fn restore(&mut self, saved: Self::Saved);
+}
+
+/// The usual [`Rewind::Saved`] of a training run: the module's parameters and the optimizer,
+/// copied into new buffers.
+pub struct SavedTraining<M> {
+    pub module: M,
+    pub adam: crate::DeviceAdam,
+}
+
+impl<M: burn::module::Module> SavedTraining<M> {
+    pub fn of(module: &M, adam: &crate::DeviceAdam) -> Self {
+        Self { module: crate::params::copy_parameters(module), adam: adam.duplicate() }
+    }
+}
+
 /// Records a training step of `run` (the model's state) on the plain device `plain`: `launch`
 /// runs one step on the stable inputs, its optimizer writing parameters and moments back in
 /// place ([`crate::DeviceAdam`]), and returns the tensors the outputs are read from; `refresh`
 /// writes the next batch and step scalars; `read` reads a step's outputs; `failure` returns
 /// the first write since its last call that was not in place, which refuses the recording (a
 /// replay would update a buffer the next step does not read). See [`record_stepping`].
-pub fn record_training<S, O: 'static>(
+///
+/// The state after the last preparing step is saved ([`Rewind`]) before the recorded launch's
+/// inputs are written; a recording that fails restores it, so the run goes on from the steps
+/// it reports (the failure's `ran`). The batch given to the failed launch is not given again.
+pub fn record_training<S: Rewind, O: 'static>(
     run: &mut S,
     plain: &Device,
     launch: impl Fn(&mut S) -> O,
     refresh: impl Fn(&mut S) -> Result<(), String>,
     read: impl FnMut(&O, bool) -> StepOutput + 'static,
     failure: impl Fn(&mut S) -> Option<String>,
-) -> Result<Box<dyn Recording>, String> {
+) -> Result<Box<dyn Recording>, RecordFailure> {
     // Writes the warm-up steps could not do in place are harmless to them: judge the recording's.
     let _ = failure(run);
     let cell = std::cell::RefCell::new(run);
-    let recording = record_stepping(plain, || launch(&mut cell.borrow_mut()), || refresh(&mut cell.borrow_mut()), read);
+    let (mut refreshes, mut saved) = (0, None);
+    let refresh_and_save = || {
+        refreshes += 1;
+        if refreshes == PREPARE_LAUNCHES {
+            saved = Some(cell.borrow().save());
+        }
+        refresh(&mut cell.borrow_mut())
+    };
+    let recording = record_stepping(plain, || launch(&mut cell.borrow_mut()), refresh_and_save, read);
     let run = cell.into_inner();
-    match failure(run) {
-        Some(e) => Err(format!("optimizer state not written in place: {e}")),
-        None => recording,
+    match (failure(run), recording) {
+        (None, Ok(recording)) => Ok(recording),
+        // The recorded step ran (its first replay): it is handed back with the preparing ones.
+        (Some(e), Ok(mut recorded)) => {
+            let mut ran = recorded.prepared();
+            ran.push(recorded.read(true));
+            Err(RecordFailure { why: format!("optimizer state not written in place: {e}"), ran })
+        }
+        (written, Err(failure)) => {
+            if let Some(saved) = saved {
+                run.restore(saved);
+            }
+            match written {
+                Some(e) => Err(failure.context(&format!("optimizer state not written in place: {e}"))),
+                None => Err(failure),
+            }
+        }
     }
 }
 

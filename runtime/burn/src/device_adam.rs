@@ -128,7 +128,7 @@ impl DeviceAdam {
     }
 
     /// An independent copy: the same step count, scalars and moments, in new buffers (a sync).
-    pub(crate) fn duplicate(&self) -> Self {
+    pub fn duplicate(&self) -> Self {
         let scalar = |s: &StableInput<1>| {
             let mut copy = StableInput::default();
             if s.is_written() {

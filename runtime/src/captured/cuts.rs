@@ -8,7 +8,7 @@
 //! last operations read its outputs, which a recording leaves to after the replay): a recording
 //! is never trusted to have run the plan's partition, it is observed to.
 use super::record_on;
-use crate::model::{Model, Recording};
+use crate::model::{Model, RecordFailure, Recording};
 use crate::recorder::RecordedStep;
 use blaze_ir::plan::Settings;
 use blaze_ir::{BoundaryId, ExecutedPartition};
@@ -25,7 +25,7 @@ pub fn record_plan_on(
     cuts: &[BoundaryId],
     settings: &Settings,
     eager: &RecordedStep,
-) -> Result<Box<dyn Recording>, String> {
+) -> Result<Box<dyn Recording>, RecordFailure> {
     if cuts.is_empty() {
         return record_on(model);
     }
@@ -34,11 +34,27 @@ pub fn record_plan_on(
     crate::policy::activate_with(&shifted, settings);
     let recorded = record_on(model);
     crate::policy::activate_with(cuts, settings);
-    let recording = recorded?;
+    let mut recording = recorded?;
+    let checked = check_partition(recording.as_ref(), eager, inputs);
+    match checked {
+        Ok(()) => Ok(recording),
+        // The recording's own steps ran (the recorded one too, by its first replay): hand them
+        // back with the refusal.
+        Err(why) => {
+            let mut ran = recording.prepared();
+            ran.push(recording.read(true));
+            Err(RecordFailure { why, ran })
+        }
+    }
+}
+
+/// Whether `recording` executed `eager`'s partition over the operations after its `inputs`
+/// leading input operations, and if not, what differed.
+fn check_partition(recording: &dyn Recording, eager: &RecordedStep, inputs: u32) -> Result<(), String> {
     let launch = recording.registered_ops().ok_or("the recording's operations were not observed")? as u32;
     let expected = window(&eager.partition, inputs, launch);
     match recording.partition() {
-        Some(observed) if same_blocks(&observed, &expected) => Ok(recording),
+        Some(observed) if same_blocks(&observed, &expected) => Ok(()),
         Some(observed) => Err(format!(
             "the recording did not execute the plan's partition: {} blocks ({} fused) recorded, {} ({} fused) in the plan's eager step after its {inputs} input operations; {}",
             observed.blocks.len(),

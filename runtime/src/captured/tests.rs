@@ -11,6 +11,8 @@ struct Counter {
     eager_steps: u32,
     refuse: Option<&'static str>,
     fail_replay_at: Option<u32>,
+    /// Real steps a refused recording runs first (a training step's preparing launches).
+    steps_before_refusal: u32,
 }
 
 struct Tape {
@@ -37,9 +39,19 @@ impl RecordableStep for Counter {
         self.batch.set(self.batch.get() + 1);
         Ok(())
     }
-    fn record(&mut self) -> Result<Box<dyn Recording>, String> {
+    fn record(&mut self) -> Result<Box<dyn Recording>, RecordFailure> {
         match self.refuse {
-            Some(why) => Err(why.into()),
+            Some(why) => {
+                // Each preparing step reads its batch, then the next batch is written.
+                let ran = (0..self.steps_before_refusal)
+                    .map(|_| {
+                        let loss = self.batch.get() as f32;
+                        self.batch.set(self.batch.get() + 1);
+                        StepOutput { loss, ..Default::default() }
+                    })
+                    .collect();
+                Err(RecordFailure { why: why.into(), ran })
+            }
             None => Ok(Box::new(Tape { batch: self.batch.clone(), replays: 0, fail_at: self.fail_replay_at })),
         }
     }
@@ -71,7 +83,12 @@ fn warnings_containing(what: &str) -> usize {
 }
 
 fn counter(refuse: Option<&'static str>, fail_replay_at: Option<u32>) -> Captured {
-    let model = Counter { batch: Rc::new(Cell::new(0)), eager_steps: 0, refuse, fail_replay_at };
+    refusing_after(refuse, fail_replay_at, 0)
+}
+
+fn refusing_after(refuse: Option<&'static str>, fail_replay_at: Option<u32>, steps_before_refusal: u32) -> Captured {
+    let batch = Rc::new(Cell::new(0));
+    let model = Counter { batch, eager_steps: 0, refuse, fail_replay_at, steps_before_refusal };
     Captured::with_warm_steps(Box::new(model), 2).warn_with(keep)
 }
 
@@ -101,6 +118,14 @@ fn a_refused_recording_leaves_eager_execution_with_one_warning_naming_the_cause(
     );
     assert_eq!(warnings_containing("capture window failed: write"), 1, "one warning, not one per step");
     assert!(m.memory().is_none());
+}
+
+#[test]
+fn the_real_steps_a_refused_recording_ran_are_handed_out_in_order() {
+    let mut m = refusing_after(Some("no room in the pools"), None, 2);
+    // Batches 3 and 4 ran as preparing steps, batch 5 was the refused recording's; eager after.
+    assert_eq!(losses(&mut m, 6), [1.0, 2.0, 3.0, 4.0, 6.0, 7.0], "no step the state took goes unreported");
+    assert!(m.execution().contains("no room in the pools"), "{}", m.execution());
 }
 
 #[test]
