@@ -8,7 +8,7 @@ use blazec::commands::live::LiveRun;
 use common::*;
 
 const MODEL: [&str; 3] = ["chain-32", "--batch", "4"];
-const STEPS: usize = 400;
+const STEPS: usize = 700;
 
 #[test]
 fn a_live_run_settles_rechecks_and_keeps_burns_numbers() {

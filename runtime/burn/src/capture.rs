@@ -161,9 +161,10 @@ impl<M: burn::module::Module> SavedTraining<M> {
 /// the first write since its last call that was not in place, which refuses the recording (a
 /// replay would update a buffer the next step does not read). See [`record_stepping`].
 ///
-/// The state after the last preparing step is saved ([`Rewind`]) before the recorded launch's
-/// inputs are written; a recording that fails restores it, so the run goes on from the steps
-/// it reports (the failure's `ran`). The batch given to the failed launch is not given again.
+/// The state is saved ([`Rewind`]) before the preparing launches (copies made after
+/// `graph_prepare` would take the room in the memory pools the recording must allocate from);
+/// a recording that fails restores it, so the run goes on from the last step it reported. The
+/// batches given to the failed recording's launches are not given again.
 pub fn record_training<S: Rewind, O: 'static>(
     run: &mut S,
     plain: &Device,
@@ -174,16 +175,9 @@ pub fn record_training<S: Rewind, O: 'static>(
 ) -> Result<Box<dyn Recording>, RecordFailure> {
     // Writes the warm-up steps could not do in place are harmless to them: judge the recording's.
     let _ = failure(run);
+    let saved = run.save();
     let cell = std::cell::RefCell::new(run);
-    let (mut refreshes, mut saved) = (0, None);
-    let refresh_and_save = || {
-        refreshes += 1;
-        if refreshes == PREPARE_LAUNCHES {
-            saved = Some(cell.borrow().save());
-        }
-        refresh(&mut cell.borrow_mut())
-    };
-    let recording = record_stepping(plain, || launch(&mut cell.borrow_mut()), refresh_and_save, read);
+    let recording = record_stepping(plain, || launch(&mut cell.borrow_mut()), || refresh(&mut cell.borrow_mut()), read);
     let run = cell.into_inner();
     match (failure(run), recording) {
         (None, Ok(recording)) => Ok(recording),
@@ -194,13 +188,13 @@ pub fn record_training<S: Rewind, O: 'static>(
             Err(RecordFailure { why: format!("optimizer state not written in place: {e}"), ran })
         }
         (written, Err(failure)) => {
-            if let Some(saved) = saved {
-                run.restore(saved);
-            }
-            match written {
-                Some(e) => Err(failure.context(&format!("optimizer state not written in place: {e}"))),
-                None => Err(failure),
-            }
+            run.restore(saved);
+            let why = match written {
+                Some(e) => format!("optimizer state not written in place: {e}; {}", failure.why),
+                None => failure.why,
+            };
+            // The preparing steps are undone with the state: none of them is reported.
+            Err(RecordFailure::new(why))
         }
     }
 }
