@@ -138,7 +138,11 @@ impl Run {
         let (logits, loss) = logits_loss(&net, &self.loss, x, y);
         let grads = GradientsParams::from_grads(loss.backward(), &net);
         let (logits, loss) = (logits.inner(), loss.inner());
-        let (net, written) = self.adam.as_mut().expect("held in place").step(net, grads);
+        let adam = self.adam.as_mut().expect("held in place");
+        // Written back in place only in the launches a recording replays; an eager step
+        // assigns the update (the same values, fewer kernels).
+        adam.write_in_place(stable);
+        let (net, written) = adam.step(net, grads);
         self.written = self.written.clone().and(written);
         self.net = Some(net);
         (logits, loss)

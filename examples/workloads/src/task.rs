@@ -85,7 +85,7 @@ impl<T: Task> TaskRun<T> {
             false => self.task.forward_loss(&net, &self.device),
         };
         let training = self.in_place.as_mut().expect("held in place");
-        let (net, out, loss) = training.step(net, out, loss);
+        let (net, out, loss) = training.step(net, out, loss, stable);
         self.net = Some(net);
         (out, loss)
     }

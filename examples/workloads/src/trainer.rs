@@ -93,7 +93,7 @@ impl<M: CharLm> CharLmRun<M> {
         };
         let (logits, loss) = logits_loss(&model, &self.loss, x, y);
         let training = self.in_place.as_mut().expect("held in place");
-        let (model, logits, loss) = training.step(model, logits, loss);
+        let (model, logits, loss) = training.step(model, logits, loss, stable);
         self.model = Some(model);
         (logits, loss)
     }
@@ -160,15 +160,19 @@ impl InPlaceTraining {
     }
 
     /// Backward and the update. The outputs become plain tensors before the update, so no
-    /// autodiff wrapper keeps a parameter shared while it is written.
+    /// autodiff wrapper keeps a parameter shared while it is written. `recorded`: the launch is
+    /// recorded (or prepares a recording), so the update writes back in place; an eager step
+    /// assigns it (the same values, fewer kernels).
     pub fn step<N: Module, const D: usize>(
         &mut self,
         model: N,
         out: Tensor<D>,
         loss: Tensor<1>,
+        recorded: bool,
     ) -> (N, Tensor<D>, Tensor<1>) {
         let grads = GradientsParams::from_grads(loss.backward(), &model);
         let (out, loss) = (out.inner(), loss.inner());
+        self.adam.write_in_place(recorded);
         let (model, written) = self.adam.step(model, grads);
         if let Err(e) = written {
             self.failure.get_or_insert(e);

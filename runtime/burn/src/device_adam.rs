@@ -14,6 +14,11 @@
 //!   f32 host arithmetic Burn's Adam does. A learning-rate schedule is then honoured by
 //!   replays as by eager steps.
 //!
+//! A step no recording will replay need not write back: with [`DeviceAdam::write_in_place`]
+//! off, the update is assigned as Burn's optimizer assigns it (the same values, without the
+//! whole-tensor writes, which cost an eager step a kernel per tensor). Models turn it on for the
+//! launches they record.
+//!
 //! Nothing here changes Burn's own execution: a model uses it only when it is captured.
 use crate::capture::{StableInput, write_or_adopt};
 use burn::module::{Module, ModuleMapper, Param, ParamId};
@@ -64,6 +69,8 @@ pub struct DeviceAdam {
     /// Test-only: assign the new tensors instead of writing them back (what a plain optimizer
     /// does), so the verification gate's refusal of such a replay can be tested.
     write_back: bool,
+    /// Whether this step writes back in place ([`Self::write_in_place`]).
+    in_place: bool,
 }
 
 impl DeviceAdam {
@@ -79,7 +86,15 @@ impl DeviceAdam {
             moments: HashMap::new(),
             failure: None,
             write_back: !crate::capture::skip_write_back(),
+            in_place: true,
         }
+    }
+
+    /// Whether the next updates write parameters and moments back into their buffers (on, the
+    /// default: what a recorded step needs) or assign the new tensors, as Burn's optimizer
+    /// does (the same values, fewer kernels: for eager steps no recording replays).
+    pub fn write_in_place(&mut self, on: bool) {
+        self.in_place = on;
     }
 
     /// Steps begun so far.
@@ -153,7 +168,7 @@ impl DeviceAdam {
     }
 
     fn store<const D: usize>(&mut self, held: &mut Tensor<D>, fresh: Tensor<D>, what: &str) {
-        if !self.write_back {
+        if !self.write_back || !self.in_place {
             *held = fresh;
             return;
         }
