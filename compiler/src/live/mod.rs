@@ -19,11 +19,12 @@
 //!
 //! Captured arms. Burn's plan captured (and a shipped captured entry) race like any other arm
 //! when the model offers a recordable step ([`captured`]); the captured gate on side instances
-//! decides whether they run. In a training run with a captured arm, the run's model holds its
-//! state in place from its first step (`RecordableStep::hold_state_in_place`: the optimizer that
-//! writes parameters and moments back into their buffers) under every arm, so that any arm's
-//! steps can be followed by a recording; the captured gate compared exactly that optimizer
-//! against Burn's. `BLAZE_LIVE_CAPTURED=0` leaves captured arms out.
+//! decides whether they run. In a training run with a captured arm, the run's model trains with
+//! the optimizer a recording needs from its first step, under every arm
+//! (`RecordableStep::hold_state_in_place`: it writes parameters and moments back into their
+//! buffers in recorded launches and assigns them in eager steps), so that any arm's steps can
+//! be followed by a recording; the captured gate compared exactly that optimizer against
+//! Burn's. `BLAZE_LIVE_CAPTURED=0` leaves captured arms out.
 mod captured;
 pub mod driver;
 pub use captured::CapturedUse;
