@@ -10,6 +10,18 @@ use common::*;
 const MODEL: [&str; 3] = ["chain-32", "--batch", "4"];
 const STEPS: usize = 700;
 
+/// Every loss of Burn's own run of `steps` steps of [`MODEL`] from the same seed (`blazec run`
+/// with no warm-up or settling: its two untimed steps and the timed ones).
+fn burns_own_losses(dir: &std::path::Path, steps: usize) -> Vec<f32> {
+    let report = dir.join("burn.ron");
+    let mut args = vec!["run"];
+    args.extend(MODEL);
+    let timed = (steps - 2).to_string();
+    args.extend(["--warmup", "0", "--settle-steps", "0", "--steps", &timed, "--report", report.to_str().unwrap()]);
+    ok(&args);
+    read_report(&report).losses
+}
+
 #[test]
 fn a_live_run_settles_rechecks_and_keeps_burns_numbers() {
     let dir = scratch("live");
@@ -92,15 +104,9 @@ fn a_live_run_settles_rechecks_and_keeps_burns_numbers() {
 
     // Burn's own run of the same steps from the same seed: the live run's every loss within the
     // verification tolerance (relative to the largest loss).
-    let report = dir.join("burn.ron");
-    let mut args = vec!["run"];
-    args.extend(MODEL);
-    let timed = (STEPS - 2).to_string();
-    args.extend(["--warmup", "0", "--settle-steps", "0", "--steps", &timed, "--report", report.to_str().unwrap()]);
-    ok(&args);
-    let burn = read_report(&report);
-    assert_eq!(burn.losses.len(), STEPS);
-    let diff = max_rel_diff(&run.losses, &burn.losses);
+    let burn = burns_own_losses(&dir, STEPS);
+    assert_eq!(burn.len(), STEPS);
+    let diff = max_rel_diff(&run.losses, &burn);
     eprintln!("live run vs Burn's run: largest relative loss difference {diff:e} over {STEPS} steps");
     assert!(diff <= blaze_compiler::tune::verify::REL_TOL, "losses drifted {diff:e} from Burn's run");
 }
@@ -232,14 +238,8 @@ fn a_captured_arm_whose_recording_fails_on_the_runs_own_steps_is_withdrawn_with_
     assert_eq!((r.steps as usize, run.losses.len()), (STEPS, STEPS), "every call one step");
     assert!(run.losses.iter().all(|l| l.is_finite()));
 
-    let report = dir.join("burn.ron");
-    let mut args = vec!["run"];
-    args.extend(MODEL);
-    let timed = (STEPS - 2).to_string();
-    args.extend(["--warmup", "0", "--settle-steps", "0", "--steps", &timed, "--report", report.to_str().unwrap()]);
-    ok(&args);
-    let burn = read_report(&report);
+    let burn = burns_own_losses(&dir, STEPS);
     let until = withdrawn[0] as usize;
-    let diff = max_rel_diff(&run.losses[..until], &burn.losses[..until]);
+    let diff = max_rel_diff(&run.losses[..until], &burn[..until]);
     assert!(diff <= blaze_compiler::tune::verify::REL_TOL, "losses before the failure drifted {diff:e} from Burn's");
 }
