@@ -55,7 +55,7 @@ pub struct LiveFaults {
     #[arg(long, hide = true)]
     pub inject_drift: Option<f64>,
     /// Test only: once the arms are verified, captured execution in this process meets this
-    /// fault (`write`, `realloc`, `no-write-back`, `misplaced-cuts`), so a recording on the
+    /// fault (`write`, `realloc`, `no-write-back`, `misplaced-cuts`, `baked-dropout-seed`), so a recording on the
     /// run's own steps fails after the gate passed it.
     #[arg(long, hide = true)]
     pub capture_fault_after_start: Option<String>,

@@ -70,10 +70,13 @@ pub enum CaptureFault {
     /// A plan's cuts are shifted one operation too far for its recording: the recording runs
     /// another partition than the plan's.
     MisplacedCuts,
+    /// Device dropout draws its key from the step's seed as a host scalar (what Burn's
+    /// host-seeded dropout does): eager steps draw fresh masks, replays repeat the recorded ones.
+    BakedDropoutSeed,
 }
 
-/// Environment variable for [`inject_capture`] (`write`, `realloc`, `no-write-back` or
-/// `misplaced-cuts`), read by blazec.
+/// Environment variable for [`inject_capture`] (`write`, `realloc`, `no-write-back`,
+/// `misplaced-cuts` or `baked-dropout-seed`), read by blazec.
 pub const CAPTURE_FAULT_ENV: &str = "BLAZE_INJECT_CAPTURE_FAULT";
 
 static CAPTURE_FAULT: AtomicU8 = AtomicU8::new(0);
@@ -86,6 +89,7 @@ pub fn inject_capture(fault: Option<CaptureFault>) {
         Some(CaptureFault::RefreshByAllocation) => 2,
         Some(CaptureFault::NoWriteBack) => 3,
         Some(CaptureFault::MisplacedCuts) => 4,
+        Some(CaptureFault::BakedDropoutSeed) => 5,
     };
     CAPTURE_FAULT.store(code, Ordering::SeqCst);
 }
@@ -99,6 +103,7 @@ pub fn capture_fault() -> Option<CaptureFault> {
         2 => Some(CaptureFault::RefreshByAllocation),
         3 => Some(CaptureFault::NoWriteBack),
         4 => Some(CaptureFault::MisplacedCuts),
+        5 => Some(CaptureFault::BakedDropoutSeed),
         _ => None,
     }
 }
@@ -110,6 +115,9 @@ pub fn capture_fault_named(value: &str) -> Result<CaptureFault, String> {
         "realloc" => Ok(CaptureFault::RefreshByAllocation),
         "no-write-back" => Ok(CaptureFault::NoWriteBack),
         "misplaced-cuts" => Ok(CaptureFault::MisplacedCuts),
-        _ => Err(format!("{CAPTURE_FAULT_ENV}={value}: expected write, realloc, no-write-back or misplaced-cuts")),
+        "baked-dropout-seed" => Ok(CaptureFault::BakedDropoutSeed),
+        _ => Err(format!(
+            "{CAPTURE_FAULT_ENV}={value}: expected write, realloc, no-write-back, misplaced-cuts or baked-dropout-seed"
+        )),
     }
 }

@@ -4,7 +4,7 @@ use burn::module::Module;
 use burn::nn::attention::generate_autoregressive_mask;
 use burn::nn::transformer::{TransformerEncoder, TransformerEncoderConfig, TransformerEncoderInput};
 use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
-use burn::tensor::{Device, Int, Tensor};
+use burn::tensor::{Bool, Device, Int, Tensor};
 
 /// Vocabulary: the 128 ASCII codes.
 pub const VOCAB: usize = 128;
@@ -13,7 +13,8 @@ pub const VOCAB: usize = 128;
 pub struct AttentionLm {
     token: Embedding,
     position: Embedding,
-    blocks: TransformerEncoder,
+    /// Burn's pre-LN blocks (read by gpt-small-device-dropout's own forward of them).
+    pub(crate) blocks: TransformerEncoder,
     norm: LayerNorm,
     head: Linear,
 }
@@ -34,12 +35,22 @@ impl AttentionLm {
 
     /// Logits [batch, seq, 128] under a causal mask.
     pub fn forward(&self, tokens: Tensor<2, Int>) -> Tensor<3> {
+        let (x, mask) = self.embed(tokens);
+        let x = self.blocks.forward(TransformerEncoderInput::new(x).mask_attn(mask));
+        self.logits_of(x)
+    }
+
+    /// The blocks' input (token + position embeddings) and the causal mask.
+    pub fn embed(&self, tokens: Tensor<2, Int>) -> (Tensor<3>, Tensor<3, Bool>) {
         let [batch, seq] = tokens.dims();
         let device = tokens.device();
         let positions = Tensor::<1, Int>::arange(0..seq as i64, &device).reshape([1, seq]).repeat_dim(0, batch);
         let x = self.token.forward(tokens) + self.position.forward(positions);
-        let mask = generate_autoregressive_mask(batch, seq, &device);
-        let x = self.blocks.forward(TransformerEncoderInput::new(x).mask_attn(mask));
+        (x, generate_autoregressive_mask(batch, seq, &device))
+    }
+
+    /// Logits from the blocks' output: final LayerNorm, linear d -> 128.
+    pub fn logits_of(&self, x: Tensor<3>) -> Tensor<3> {
         self.head.forward(self.norm.forward(x))
     }
 }

@@ -1,6 +1,7 @@
 //! blaze-workloads: the reference workloads of docs/workloads.md as Burn 0.22.1 models with
 //! real data, each usable by blazec through `blaze_runtime::ModelFactory`.
 pub mod attention;
+pub mod attention_dropout;
 pub mod attention_model;
 pub mod chain;
 pub mod cnn;
@@ -65,6 +66,10 @@ pub fn find(name: &str, shapes: ShapeOverride) -> Option<Box<dyn ModelFactory>> 
     // Not a reference workload (so not in `all()`): a reported defect's reproduction attempt.
     if base == narrow::NAME {
         return Some(Box::new(narrow::NarrowSpec::with_rows(shapes.batch)));
+    }
+    // Not a reference workload: gpt-small with dropout masks a recording can redraw.
+    if base == attention::DEVICE_DROPOUT_NAME {
+        return Some(Box::new(attention_with(attention::AttentionSpec::gpt_small_device_dropout(), shapes)));
     }
     if !all().iter().any(|w| w.name() == base) {
         return None;

@@ -4,6 +4,7 @@ use crate::{
     device,
     text::{CharBatcher, VOCAB},
 };
+use blaze_burn::DeviceDropout;
 use blaze_ir::plan::Regime;
 use blaze_runtime::{Description, Model, RecordFailure, RecordableStep, Recording, StepOutput};
 use burn::module::Module;
@@ -21,6 +22,12 @@ pub fn adam() -> ModuleOptimizer {
 /// A model from token ids [batch, seq] to logits [batch, seq, 128].
 pub trait CharLm: Module + 'static {
     fn logits(&self, tokens: Tensor<2, Int>) -> Tensor<3>;
+
+    /// The logits with any dropout mask drawn by `dropout` (a model without dropout ignores it).
+    fn logits_dropping(&self, tokens: Tensor<2, Int>, dropout: &DeviceDropout) -> Tensor<3> {
+        let _ = dropout;
+        self.logits(tokens)
+    }
 }
 
 /// The seed every workload initialises and samples with.
@@ -42,6 +49,8 @@ pub struct CharLmRun<M: CharLm> {
     in_place: Option<InPlaceTraining>,
     /// Why this model's training step cannot be recorded, if it cannot.
     capture_refusal: Option<String>,
+    /// Dropout masks drawn on the device (a model definition of its own: gpt-small-device-dropout).
+    dropout: Option<DeviceDropout>,
 }
 
 impl<M: CharLm> CharLmRun<M> {
@@ -68,7 +77,25 @@ impl<M: CharLm> CharLmRun<M> {
             targets: Default::default(),
             in_place: None,
             capture_refusal: None,
+            dropout: None,
         }
+    }
+
+    /// Draws the model's dropout masks with [`DeviceDropout`] (seeded with [`SEED`]) in the
+    /// training regime; the forward regime draws none.
+    pub fn with_device_dropout(mut self) -> Self {
+        if self.desc.regime == Regime::Training {
+            self.dropout = Some(DeviceDropout::new(SEED));
+        }
+        self
+    }
+
+    /// Writes the next step's device scalars, outside any recording: Adam's when it is held in
+    /// place, the dropout seed.
+    fn next_step_scalars(&mut self) -> Result<(), String> {
+        let dropout = self.dropout.as_mut().map_or(Ok(()), |d| d.next_step(&self.device));
+        let adam = self.in_place.as_mut().map_or(Ok(()), |t| t.next_step());
+        dropout.and(adam)
     }
 
     /// Replaces the description (e.g. once the parameter count is known).
@@ -91,7 +118,7 @@ impl<M: CharLm> CharLmRun<M> {
             true => (self.tokens.get(), self.targets.get()),
             false => self.batcher.next(&self.device),
         };
-        let (logits, loss) = logits_loss(&model, &self.loss, x, y);
+        let (logits, loss) = logits_loss(&model, &self.loss, x, y, self.dropout.as_ref());
         let training = self.in_place.as_mut().expect("held in place");
         let (model, logits, loss) = training.step(model, logits, loss, stable);
         self.model = Some(model);
@@ -100,7 +127,7 @@ impl<M: CharLm> CharLmRun<M> {
 
     fn forward_loss(&mut self, model: &M) -> (Tensor<3>, Tensor<1>) {
         let (x, y) = self.batcher.next(&self.device);
-        logits_loss(model, &self.loss, x, y)
+        logits_loss(model, &self.loss, x, y, self.dropout.as_ref())
     }
 }
 
@@ -110,8 +137,12 @@ fn logits_loss<M: CharLm>(
     loss: &CrossEntropyLoss,
     x: Tensor<2, Int>,
     y: Tensor<1, Int>,
+    dropout: Option<&DeviceDropout>,
 ) -> (Tensor<3>, Tensor<1>) {
-    let mut logits = model.logits(x);
+    let mut logits = match dropout {
+        Some(dropout) => model.logits_dropping(x, dropout),
+        None => model.logits(x),
+    };
     if blaze_runtime::fault::injected() {
         logits = logits.mul_scalar(1.01);
     }
@@ -192,8 +223,11 @@ impl<M: CharLm> Model for CharLmRun<M> {
     }
 
     fn step(&mut self, capture: bool) -> StepOutput {
-        if let Some(training) = &mut self.in_place {
-            if let Err(e) = training.next_step() {
+        // An eager step computes the same whether or not a scalar went to a buffer of its own;
+        // a later recording would not read it, hence the warning when one is to come.
+        let scalars = self.next_step_scalars();
+        if self.in_place.is_some() {
+            if let Err(e) = scalars {
                 eprintln!("warning: blaze: step scalars not written in place: {e}");
             }
             let (logits, loss) = self.in_place_step(false);
@@ -244,7 +278,7 @@ impl<M: CharLm> RecordableStep for CharLmRun<M> {
         let (x, y) = self.batcher.next(&self.device);
         self.tokens.write(x)?;
         self.targets.write(y)?;
-        self.in_place.as_mut().map_or(Ok(()), |t| t.next_step())
+        self.next_step_scalars()
     }
 
     fn hold_state_in_place(&mut self) -> Result<(), String> {
@@ -275,11 +309,11 @@ impl<M: CharLm> RecordableStep for CharLmRun<M> {
                     .into(),
             );
         }
-        let Self { device, model, loss, tokens, targets, .. } = self;
+        let Self { device, model, loss, tokens, targets, dropout, .. } = self;
         let model = model.as_ref().expect("model present between steps");
         blaze_burn::record(
             device,
-            || logits_loss(model, loss, tokens.get(), targets.get()),
+            || logits_loss(model, loss, tokens.get(), targets.get(), dropout.as_ref()),
             |(logits, loss), capture| read_outputs(loss.clone(), logits.clone(), VOCAB, capture),
         )
     }

@@ -371,6 +371,10 @@ mod fault_hooks {
     pub fn skip_write_back() -> bool {
         capture_fault() == Some(CaptureFault::NoWriteBack)
     }
+
+    pub fn baked_dropout_seed() -> bool {
+        capture_fault() == Some(CaptureFault::BakedDropoutSeed)
+    }
 }
 
-pub(crate) use fault_hooks::skip_write_back;
+pub(crate) use fault_hooks::{baked_dropout_seed, skip_write_back};

@@ -23,7 +23,10 @@
 //!   buffers and the learning rate and bias corrections are device scalars written before each
 //!   call, outside the recording (a schedule's rate changes are honoured);
 //! * it changes no other state (a batch norm's running statistics, a host step counter) and
-//!   draws no randomness from the host (dropout): a replay would repeat the recorded values.
+//!   draws no randomness from the host (Burn's dropout): a replay would repeat the recorded
+//!   values. Dropout can be recorded with [`crate::DeviceDropout::forward_seeded`], its seed
+//!   one of the call's inputs ([`crate::DeviceDropout::next_seed`]), written in place as the
+//!   batch is;
 //!   The checked replays refuse what changes the numbers; state read only in evaluation is the
 //!   caller's to keep out;
 //! * `device` is the plain device (recording happens there); the step runs on its autodiff.

@@ -14,6 +14,9 @@
 //!   model's `blaze_runtime::RecordableStep` (captured execution, plan version 4).
 //! * [`DeviceAdam`]: Adam whose parameters, moments and step scalars stay in their device
 //!   buffers, so a recorded training step replays correctly.
+//! * [`DeviceDropout`]: dropout whose masks are drawn on the device from a seed written before
+//!   each step, so a recorded training step drops other units on every replay (Burn's
+//!   dropout draws from a host seed, which a recording keeps).
 //! * [`CapturedForward`]: a user's own forward step (an inference or evaluation loop)
 //!   captured: recorded after warm-up, its first replays checked against eager execution,
 //!   eager with one warning on any failure or mismatch.
@@ -34,6 +37,7 @@ pub mod captured_step;
 pub mod captured_training;
 pub mod device;
 pub mod device_adam;
+pub mod device_dropout;
 pub mod device_timer;
 mod params;
 
@@ -44,6 +48,7 @@ pub use captured_step::CapturedForward;
 pub use captured_training::CapturedTraining;
 pub use device::{COMPILER, default_device, device_info};
 pub use device_adam::DeviceAdam;
+pub use device_dropout::DeviceDropout;
 pub use device_timer::{DeviceBlockTimer, DeviceSpans};
 pub use params::{init_params, parameter_values};
 

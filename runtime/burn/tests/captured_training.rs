@@ -2,13 +2,17 @@
 //! (lavapipe in CI): it trains as Burn's Adam trains under a learning rate that changes every
 //! step, and its checked replays catch a replay that updates stale state (no write-back) and a
 //! host value baked into the recording, leaving eager execution in force with the right numbers.
+//! A step with dropout whose masks `DeviceDropout` draws from a seed the call hands in is
+//! captured and trains as the same step run eagerly; with the seed baked in as a host scalar
+//! (what Burn's dropout does) the checked replays catch it.
 mod common;
 use blaze_burn::captured_step::{CHECKED_REPLAYS, WARM_CALLS};
-use blaze_burn::{CapturedTraining, DeviceAdam, parameter_values};
+use blaze_burn::{CapturedTraining, DeviceAdam, DeviceDropout, parameter_values};
 use blaze_runtime::fault::{CaptureFault, inject_capture};
 use blaze_runtime::numerics::{VERIFY_TOLERANCE, max_rel_diff};
+use burn::nn::DropoutConfig;
 use burn::optim::GradientsParams;
-use burn::tensor::Tensor;
+use burn::tensor::{Int, Tensor};
 use common::*;
 
 const RUN: usize = 24;
@@ -101,4 +105,55 @@ fn a_host_value_baked_into_the_recording_is_caught() {
     assert_eq!(eager_execution, "eager: asked");
     assert_eq!(losses[..WARM_CALLS], eager_losses[..WARM_CALLS]);
     assert!(params.iter().all(|p| p.is_finite()));
+}
+
+type Seeded = (Batch, Tensor<1, Int>);
+
+/// Trains `RUN` steps of a step with dropout 0.2 on the hidden layer, its masks drawn by
+/// `DeviceDropout` from the seed each call hands in; every loss and how it ran.
+fn train_dropping(captured: bool) -> (Vec<f32>, String) {
+    let device = autodiff();
+    let net = Net::new(&device);
+    let plain = device.clone().inner();
+    let dropout = DeviceDropout::new(5);
+    let burn = DropoutConfig::new(0.2).init();
+    let step = |net: Net, adam: &mut DeviceAdam, ((x, y), seed): &Seeded| {
+        let loss = net.loss_with(x.clone(), y.clone(), |h| dropout.forward_seeded(&burn, h, seed, 0));
+        let grads = GradientsParams::from_grads(loss.backward(), &net);
+        (adam.update(net, grads), loss.inner())
+    };
+    let adam = DeviceAdam::new(0.9, 0.999, 1e-8);
+    let mut train = match captured {
+        true => CapturedTraining::new(&plain, net, adam, step),
+        false => CapturedTraining::eager(&plain, net, adam, step, "asked"),
+    };
+    // The seed is made outside the step, as the batch is: the call writes both in place.
+    let losses = (0..RUN).map(|s| read(&train.run(lr(s), (batch(s, &device), dropout.next_seed(&device))))).collect();
+    (losses, train.execution())
+}
+
+#[test]
+fn a_step_with_device_dropout_is_captured_and_draws_each_calls_masks() {
+    let _turn = turn();
+    let (eager, _) = train_dropping(false);
+    let (losses, execution) = train_dropping(true);
+    assert_eq!(execution, format!("captured ({} replays)", RUN - WARM_CALLS - 1));
+    let diff = max_rel_diff(&eager, &losses);
+    assert!(diff <= VERIFY_TOLERANCE, "{diff:e}\n{eager:?}\n{losses:?}");
+    // The masks matter: without them the same run computes other losses.
+    let (burn_losses, _) = burn_adam(RUN);
+    assert!(max_rel_diff(&burn_losses, &losses) > 1e-3, "{burn_losses:?}\n{losses:?}");
+}
+
+#[test]
+fn a_dropout_seed_baked_into_the_recording_is_caught() {
+    let _turn = turn();
+    let (eager, _) = train_dropping(false);
+    inject_capture(Some(CaptureFault::BakedDropoutSeed));
+    let (losses, execution) = train_dropping(true);
+    inject_capture(None);
+    // The recorded step draws its own masks; the next replay repeats them.
+    assert!(execution.starts_with("eager: replay 1 differs from the same step run eagerly"), "{execution}");
+    let diff = max_rel_diff(&eager, &losses);
+    assert!(diff <= VERIFY_TOLERANCE, "the eager copy carries on: {diff:e}");
 }

@@ -26,7 +26,12 @@ impl Net {
     }
 
     pub fn loss(&self, x: Tensor<2>, y: Tensor<2>) -> Tensor<1> {
-        let out = self.b.forward(self.a.forward(x).tanh());
+        self.loss_with(x, y, |h| h)
+    }
+
+    /// The loss with `hidden` applied to the hidden activations (a dropout).
+    pub fn loss_with(&self, x: Tensor<2>, y: Tensor<2>, hidden: impl FnOnce(Tensor<2>) -> Tensor<2>) -> Tensor<1> {
+        let out = self.b.forward(hidden(self.a.forward(x).tanh()));
         (out - y).square().mean()
     }
 }
