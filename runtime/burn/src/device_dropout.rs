@@ -19,8 +19,9 @@
 //! logical shifts written as an arithmetic shift and a mask, and the multiplications wrapping
 //! as GPU integer arithmetic does (`lowbias32` here is the host reference the tests compare
 //! against). An element's mask bit: `lowbias32(lowbias32(index) ^ key) & 0xFFFFFF` against
-//! `p * 2^24`, where `key` mixes the step's seed and the site. The first hash of each index is
-//! computed once per shape and kept, so a step adds one fused elementwise kernel per site.
+//! `p * 2^24`, where `key` is the step's seed xor a constant per site. The first hash of each
+//! index is computed once per shape and kept; the rest is integer arithmetic, which fuses with
+//! the multiplication by the mask.
 use crate::capture::StableInput;
 use burn::nn::Dropout;
 use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
@@ -97,7 +98,7 @@ impl DeviceDropout {
         if is_off(dropout, &x) {
             return x;
         }
-        let keep = self.keep_mask_seeded(&x.dims(), dropout.prob, seed, site, &x.device());
+        let keep = self.keep_ints(&x.dims(), dropout.prob, seed, site, &x.device());
         let prob_keep = 1.0 - dropout.prob;
         let x = x * keep.float();
         x * (1.0 / prob_keep)
@@ -111,29 +112,30 @@ impl DeviceDropout {
         site: u32,
         device: &Device,
     ) -> Tensor<D, Bool> {
-        self.keep_mask_seeded(dims, prob, &self.seed.get(), site, device)
+        self.keep_ints(dims, prob, &self.seed.get(), site, device).equal_elem(1)
     }
 
-    fn keep_mask_seeded<const D: usize>(
+    /// The mask as 1 (kept) and 0 (dropped), all in integer arithmetic so that the hash, the
+    /// comparison and the conversion to floats fuse into one kernel with the multiplication.
+    fn keep_ints<const D: usize>(
         &self,
         dims: &[usize; D],
         prob: f64,
         seed: &Tensor<1, Int>,
         site: u32,
         device: &Device,
-    ) -> Tensor<D, Bool> {
+    ) -> Tensor<D, Int> {
         let hashed = self.hashed_indices(dims, device).reshape(*dims);
-        let key = match crate::capture::baked_dropout_seed() {
+        let seed = match crate::capture::baked_dropout_seed() {
             // Test only: the seed as a host scalar, which a recording keeps (Burn's dropout).
-            true => {
-                let current = self.current.load(Ordering::Relaxed);
-                seed.zeros_like().add_scalar(current.wrapping_add(site_offset(site)))
-            }
-            false => seed.clone().add_scalar(site_offset(site)),
-        }
-        .reshape([1; D]);
-        let bits = lowbias32_tensor(hashed.bitwise_xor(key)).bitwise_and_scalar((1i32 << MASK_BITS) - 1);
-        bits.greater_equal_elem(drop_threshold(prob))
+            true => seed.zeros_like().add_scalar(self.current.load(Ordering::Relaxed)),
+            false => seed.clone(),
+        };
+        let keyed = hashed.bitwise_xor(seed.reshape([1; D])).bitwise_xor_scalar(site_offset(site));
+        let bits = lowbias32_tensor(keyed).bitwise_and_scalar((1i32 << MASK_BITS) - 1);
+        // bits - threshold is negative exactly where the element is dropped (both are below
+        // 2^24): its sign bit, shifted down, is -1 there and 0 elsewhere.
+        bits.sub_scalar(drop_threshold(prob)).bitwise_right_shift_scalar(31).add_scalar(1)
     }
 
     fn hashed_indices<const D: usize>(&self, dims: &[usize; D], device: &Device) -> Tensor<1, Int> {
@@ -164,7 +166,7 @@ fn is_off<const D: usize>(dropout: &Dropout, x: &Tensor<D>) -> bool {
     !dropout.training.is_enabled() || !x.device().is_autodiff() || dropout.prob == 0.0
 }
 
-/// What a site adds to the step's seed: far apart for neighbouring sites (golden-ratio steps).
+/// What a site mixes into the step's seed: far apart for neighbouring sites (golden-ratio steps).
 fn site_offset(site: u32) -> i32 {
     site.wrapping_add(1).wrapping_mul(0x9E37_79B9) as i32
 }
@@ -198,7 +200,7 @@ pub fn lowbias32(mut x: u32) -> u32 {
 /// Whether the element at `index` is kept under `seed` at `site` with drop probability
 /// `prob`: the host reference of [`DeviceDropout::keep_mask`].
 pub fn keeps(seed: i32, site: u32, index: u32, prob: f64) -> bool {
-    let key = seed.wrapping_add(site_offset(site)) as u32;
+    let key = (seed ^ site_offset(site)) as u32;
     let bits = lowbias32(lowbias32(index) ^ key) & ((1 << MASK_BITS) - 1);
     bits as i32 >= drop_threshold(prob)
 }
