@@ -227,7 +227,8 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
         Command::Bench(args) => {
             let names = if args.models.is_empty() { resolve.names() } else { args.models.clone() };
             for name in &names {
-                anyhow::ensure!(resolve.names().contains(name), "unknown model `{name}` (see `blazec list`)");
+                let known = resolve.names().contains(name) || resolve.others().contains(name);
+                anyhow::ensure!(known, "unknown model `{name}` (see `blazec list`)");
             }
             crate::commands::bench::bench(names, &args)
         }

@@ -11,6 +11,9 @@ impl Catalog for BuiltIn {
     fn names(&self) -> Vec<String> {
         blaze_workloads::list().into_iter().map(|(n, _)| n).collect()
     }
+    fn others(&self) -> Vec<String> {
+        blaze_workloads::others()
+    }
 }
 
 fn main() {

@@ -92,11 +92,15 @@ fn trace_help_has_examples_and_bad_input_is_a_clear_error() {
 }
 
 /// `blazec list` names every workload in registry order with its parameter count
-/// (counted on a built instance; the counts follow from docs/workloads.md's definitions).
+/// (counted on a built instance; the counts follow from docs/workloads.md's definitions), then,
+/// apart, the models found by name that are not reference workloads.
 #[test]
 fn list_prints_every_workload_with_its_parameter_count() {
     let out = String::from_utf8_lossy(&ok(&["list"]).stdout).into_owned();
-    let rows: Vec<(String, u64)> = out
+    let (reference, others) = out.split_once("\nalso found by name (not reference workloads):\n").expect(&out);
+    let others: Vec<&str> = others.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    assert_eq!(others, ["gpt-small-device-dropout", "narrow-head-mlp"], "{out}");
+    let rows: Vec<(String, u64)> = reference
         .lines()
         .map(|l| {
             let mut words = l.split_whitespace();

@@ -10,6 +10,11 @@ pub trait Catalog {
     fn find(&self, name: &str, batch: Option<usize>, seq: Option<usize>) -> Option<Box<dyn ModelFactory>>;
     /// Every model name at its reference shape.
     fn names(&self) -> Vec<String>;
+    /// Models found by name that are not among [`Catalog::names`] (variants of a model,
+    /// reproductions of a report): listed apart, never in a run over every model.
+    fn others(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 pub type Resolver = dyn Catalog;

@@ -133,6 +133,11 @@ pub fn find_factory(name: &str, batch: Option<usize>, seq: Option<usize>) -> Opt
     find(name, ShapeOverride { batch, seq })
 }
 
+/// The models [`find`] knows by name besides the reference workloads.
+pub fn others() -> Vec<String> {
+    vec![attention::DEVICE_DROPOUT_NAME.into(), narrow::NAME.into()]
+}
+
 /// `(name, summary)` of every built-in workload.
 pub fn list() -> Vec<(String, String)> {
     all().iter().map(|w| (w.name(), w.summary())).collect()
