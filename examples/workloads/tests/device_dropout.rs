@@ -1,7 +1,7 @@
 //! gpt-small-device-dropout: gpt-small with its dropout masks drawn on the device. Its blocks,
 //! written out around `DeviceDropout`, compute Burn's blocks when the masks are off; with them
 //! on it trains reproducibly, learns, draws other masks than gpt-small, and its training step
-//! is recorded and replayed on the eager chain (the verification gate over 200 replays is in
+//! is recorded and replayed on the eager chain (the verification gate is in
 //! blazec's tests).
 use blaze_burn::DeviceDropout;
 use blaze_ir::plan::Regime;
