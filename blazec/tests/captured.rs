@@ -158,28 +158,9 @@ fn captured_training_plan(dir: &Path) -> PathBuf {
     out
 }
 
-/// `blazec run` training with `load` added, `steps` timed steps, no settling.
+/// `blazec run` training of the small shape with `load` added, `steps` timed steps, no settling.
 fn run_training(dir: &Path, tag: &str, load: &[&str], steps: u32, env: &[(&str, &str)]) -> (RunReport, String) {
-    let report = dir.join(format!("{tag}.report.ron"));
-    let steps = steps.to_string();
-    let mut args = vec!["run"];
-    args.extend(SMALL);
-    args.extend([
-        "--regime",
-        "training",
-        "--warmup",
-        "0",
-        "--steps",
-        &steps,
-        "--settle-steps",
-        "0",
-        "--report",
-        report.to_str().unwrap(),
-    ]);
-    args.extend(load);
-    let out = blazec_env(&args, env);
-    assert!(out.status.success(), "run {tag}: {}", String::from_utf8_lossy(&out.stderr));
-    (read_report(&report), String::from_utf8_lossy(&out.stderr).into_owned())
+    run_training_of(&SMALL, dir, tag, load, steps, env)
 }
 
 #[test]

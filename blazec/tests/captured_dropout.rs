@@ -24,18 +24,9 @@ fn captured_plan(dir: &Path) -> PathBuf {
     plan
 }
 
-/// `blazec run` training, `steps` timed steps, no settling, with `load` added.
+/// `blazec run` training of the model, `steps` timed steps, with `load` added.
 fn run(dir: &Path, tag: &str, load: &[&str], steps: u32, env: &[(&str, &str)]) -> (RunReport, String) {
-    let report = dir.join(format!("{tag}.report.ron"));
-    let steps = steps.to_string();
-    let mut args = vec!["run"];
-    args.extend(MODEL);
-    args.extend(["--regime", "training", "--warmup", "0", "--steps", &steps, "--settle-steps", "0"]);
-    args.extend(["--report", report.to_str().unwrap()]);
-    args.extend(load);
-    let out = blazec_env(&args, env);
-    assert!(out.status.success(), "run {tag}: {}", String::from_utf8_lossy(&out.stderr));
-    (read_report(&report), String::from_utf8_lossy(&out.stderr).into_owned())
+    run_training_of(&MODEL, dir, tag, load, steps, env)
 }
 
 /// `blazec verify` of `plan`, with `extra` arguments.

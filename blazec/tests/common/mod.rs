@@ -132,3 +132,26 @@ pub fn chain_tune_args<'a>(plan: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
     args.extend(["-o", plan.to_str().unwrap()]);
     args
 }
+
+/// `blazec run` training of `model` (name and shape arguments) with `load` added (`--plan
+/// <file>`), `steps` timed steps, no warm-up or settling, so runs line up step by step; the
+/// report and stderr.
+pub fn run_training_of(
+    model: &[&str],
+    dir: &Path,
+    tag: &str,
+    load: &[&str],
+    steps: u32,
+    env: &[(&str, &str)],
+) -> (RunReport, String) {
+    let report = dir.join(format!("{tag}.report.ron"));
+    let steps = steps.to_string();
+    let mut args = vec!["run"];
+    args.extend(model);
+    args.extend(["--regime", "training", "--warmup", "0", "--steps", &steps, "--settle-steps", "0"]);
+    args.extend(["--report", report.to_str().unwrap()]);
+    args.extend(load);
+    let out = blazec_env(&args, env);
+    assert!(out.status.success(), "run {tag}: {}", String::from_utf8_lossy(&out.stderr));
+    (read_report(&report), String::from_utf8_lossy(&out.stderr).into_owned())
+}

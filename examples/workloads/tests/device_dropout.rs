@@ -29,26 +29,26 @@ fn values(t: Tensor<3>) -> Vec<f32> {
     t.into_data().convert::<f32>().try_to_vec::<f32>().unwrap()
 }
 
+/// A small model with dropout `prob` on `device`: Burn's blocks and the written-out ones,
+/// whose masks are off there, compute the same logits.
+fn assert_blocks_agree(device: &Device, prob: f64, dropout: &mut DeviceDropout) {
+    device.seed(1);
+    let model = AttentionLm::new(32, 2, 4, prob, 16, device);
+    dropout.next_step(device).unwrap();
+    let burn = values(model.forward(tokens(device)));
+    let ours = values(model.forward_dropping(tokens(device), dropout));
+    assert!(max_rel_diff(&burn, &ours) <= 1e-6, "{:e}", max_rel_diff(&burn, &ours));
+}
+
 #[test]
 fn the_blocks_written_out_compute_burns_blocks_when_the_masks_are_off() {
     let _serial = serial();
     let plain = blaze_burn::default_device();
     let mut dropout = DeviceDropout::new(0);
     // No autodiff device: Burn's dropout and the device's are both off (the forward regime).
-    plain.seed(1);
-    let model = AttentionLm::new(32, 2, 4, 0.1, 16, &plain);
-    dropout.next_step(&plain).unwrap();
-    let (burn, ours) =
-        (values(model.forward(tokens(&plain))), values(model.forward_dropping(tokens(&plain), &dropout)));
-    assert!(max_rel_diff(&burn, &ours) <= 1e-6, "{:e}", max_rel_diff(&burn, &ours));
+    assert_blocks_agree(&plain, 0.1, &mut dropout);
     // Training device, probability 0: both off again, now through autodiff tensors.
-    let device = plain.autodiff();
-    device.seed(1);
-    let model = AttentionLm::new(32, 2, 4, 0.0, 16, &device);
-    dropout.next_step(&device).unwrap();
-    let (burn, ours) =
-        (values(model.forward(tokens(&device))), values(model.forward_dropping(tokens(&device), &dropout)));
-    assert!(max_rel_diff(&burn, &ours) <= 1e-6, "{:e}", max_rel_diff(&burn, &ours));
+    assert_blocks_agree(&plain.autodiff(), 0.0, &mut dropout);
 }
 
 fn losses(model: &mut dyn Model, steps: usize) -> Vec<f32> {
