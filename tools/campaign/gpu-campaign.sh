@@ -275,7 +275,7 @@ for stage in ${STAGES:-}; do
       name=lost-again; timed 200 /tmp/blazec tune $a --regime training --device vulkan --budget 4 --race-budget 20 \
         --no-fusion-off -o $ld/again.ron > $ld/again.txt 2> $ld/again.err ;;
     demo)
-      timed 200 /tmp/blazec demo --steps 20 --out $R/demo > $R/demo.txt 2>&1 ;;
+      timed ${DEMO_TIMEOUT:-200} /tmp/blazec demo --steps 20 --out $R/demo > $R/demo.txt 2>&1 ;;
     cutcap)
       cdir=$R/cutcap-$a; mkdir -p $cdir
       name=cutcap-trace; timed 200 /tmp/blazec trace $a --regime forward -o $cdir/t.ron > $cdir/trace.txt 2>&1
