@@ -1,9 +1,9 @@
 //! `blazec demo`: the main job end to end on a built-in workload (attention-d257 training by
 //! default): `blazec tune` (Burn's default, fusion off, a cut plan, beam width 3, captured
-//! execution, raced on the device, the winner verified), a short table of what it measured and kept, then the model
-//! run under Burn's plan and under the kept plan in fresh processes. Each stage is the real
-//! command in a process of its own (tune supervises workers by re-running its own command line),
-//! so the demo shows exactly what a user's `blazec tune` and `blazec run` do.
+//! execution, raced on the device, the winner verified), a short table of what it measured and
+//! kept, then the model run under Burn's plan and under the kept plan in fresh processes. Each
+//! stage is the real command in a process of its own (tune supervises workers by re-running its
+//! own command line), so the demo shows exactly what a user's `blazec tune` and `blazec run` do.
 use crate::model_args::{ModelArgs, resolve_model};
 use blaze_compiler::catalog::Resolver;
 use blaze_ir::plan::Regime;
