@@ -61,7 +61,7 @@ pub fn demo(resolve: &Resolver, args: &DemoArgs) -> anyhow::Result<()> {
     let took = if cpu {
         "5-15 minutes here"
     } else {
-        "2-4 minutes on a GPU with warm caches, more on a fresh machine (over 3 on an H200)"
+        "1-2 minutes on a GPU with warm caches, more on a fresh machine, which compiles and autotunes every kernel first"
     };
     eprintln!("demo: 1/2 tune {} training ({took}: tracing, compiling and autotuning come first)", args.model);
     let plan = args.out.join("plan.ron");
@@ -98,6 +98,9 @@ fn tune(args: &DemoArgs, shape: &[String], plan: &Path) -> anyhow::Result<String
         "--max-blocks",
         "3",
         "--captured",
+        // Fusion off is raced in this process either way; its cross-check in a process of its
+        // own compiles every unfused kernel a second time, which a fresh machine pays in full.
+        "--no-fusion-off",
         "--race-budget",
         &args.race_budget.to_string(),
     ]);

@@ -188,7 +188,16 @@ pub fn run_tune(resolve: &Resolver, args: &TuneArgs) -> anyhow::Result<()> {
         true => None,
         false => {
             progress("fusion off (separate process, cross-check)");
-            Some(fusion_off_child(&args.model, 20)?)
+            let started = std::time::Instant::now();
+            let child = fusion_off_child(&args.model, 20)?;
+            // The worker's progress restarts its clock: say what the cross-check took (on a
+            // fresh GPU machine it compiles every unfused kernel first).
+            progress(&format!(
+                "cross-check done: fusion off {:.3} ms a step (median), {:.1} s in all",
+                child.summary.median,
+                started.elapsed().as_secs_f64()
+            ));
+            Some(child)
         }
     };
     blaze_compiler::tune::supervise::supervise(

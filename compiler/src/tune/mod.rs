@@ -303,6 +303,7 @@ impl Tune<'_> {
         )
         .map_err(anyhow::Error::msg)?;
         let timed = timed_of(&racers, &race);
+        progress(&standings_line("raced", &timed));
         Ok(Raced { race, shape, steps, race_s: race_start.elapsed().as_secs_f64(), timed })
     }
 
@@ -431,6 +432,24 @@ fn timed_of(racers: &[&Candidate], race: &Race) -> Vec<Timed> {
         .collect()
 }
 
+/// One progress line with every timed arm's ratio to Burn's plan and its interval, written as
+/// soon as a race ends: a tune stopped later (a gate of a thousand steps, a deadline) has
+/// already told what the race measured.
+fn standings_line(what: &str, timed: &[Timed]) -> String {
+    let arms: Vec<String> = timed
+        .iter()
+        .filter_map(|t| {
+            let s = t.standing.as_ref()?;
+            // A plan with many cuts is named by its id alone (the report lists its cuts).
+            let name = if t.cuts.len() <= 40 { t.cuts.clone() } else { format!("c{}", t.id) };
+            Some(format!("{name} {:.4} [{:.4}, {:.4}]", s.ratio, s.lo, s.hi))
+        })
+        .collect();
+    let burn =
+        timed.iter().find(|t| t.standing.is_none()).map(|t| format!(" (Burn's plan {:.3} ms)", t.summary.median));
+    format!("{what}: {}{}", arms.join("; "), burn.unwrap_or_default())
+}
+
 type Selection = (usize, String, VerifyOutcome);
 
 /// The captured race, on the first race's model: Burn's plan and the first race's selection
@@ -477,7 +496,9 @@ fn race_captured(
     )
     .map_err(anyhow::Error::msg)?;
     let captured: Vec<&Candidate> = refs.iter().copied().filter(|c| c.is_captured()).collect();
-    timed.extend(timed_of(&captured, &race));
+    let captured_timed = timed_of(&captured, &race);
+    progress(&standings_line("raced captured", &captured_timed));
+    timed.extend(captured_timed);
     for w in race.winners() {
         if w.id == winner {
             break;
@@ -627,4 +648,41 @@ fn greedy_candidates(
         egraph_nodes: 0,
     };
     (cands, canon)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::race::{Standing, Verdict};
+    use super::{Summary, Timed, standings_line};
+
+    fn timed(id: usize, cuts: &str, standing: Option<(f64, f64, f64)>) -> Timed {
+        let standing = standing.map(|(ratio, lo, hi)| Standing {
+            id,
+            can_win: true,
+            pairs: 15,
+            ratio,
+            lo,
+            hi,
+            level: 0.01,
+            verdict: Verdict::Faster,
+            decided_at: None,
+        });
+        let samples = vec![13.1, 13.0, 13.2];
+        Timed { id, cuts: cuts.into(), summary: Summary::of(&samples), samples, outcome: String::new(), standing }
+    }
+
+    #[test]
+    fn a_race_s_standings_are_one_progress_line_with_burn_s_median() {
+        let long = format!("c2: {}", (0..20).map(|i| format!("b{i}")).collect::<Vec<_>>().join(" "));
+        let arms = [
+            timed(0, "c0: burn", None),
+            timed(1, "c1: blocks=3", Some((0.9665, 0.901, 0.999))),
+            timed(2, &long, Some((1.01, 0.95, 1.09))),
+        ];
+        let line = standings_line("raced", &arms);
+        assert_eq!(
+            line,
+            "raced: c1: blocks=3 0.9665 [0.9010, 0.9990]; c2 1.0100 [0.9500, 1.0900] (Burn's plan 13.100 ms)"
+        );
+    }
 }
