@@ -103,6 +103,10 @@ fn tune_records_a_hanging_and_a_crashing_candidate_as_broken_and_goes_on() {
     assert!(stderr.contains("candidate c3 crashed the worker"), "{stderr}");
     // Piped and without -v, a tune still says what it is doing (one line per kind of stage).
     assert!(stderr.lines().filter(|l| l.starts_with("[blazec tune")).count() >= 3, "{stderr}");
+    // What the race measured is said as soon as it ends, before the gate (a tune cut off later
+    // has told it): the fusion-off arm's ratio is there, with Burn's median.
+    let raced = stderr.lines().find(|l| l.contains("] raced: ")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(raced.contains("fusion-off ") && raced.contains("(Burn's plan "), "{raced}");
 
     let results: blaze_compiler::tune::TuneResult =
         ron::from_str(&std::fs::read_to_string(dir.join("plan.results.ron")).unwrap()).unwrap();

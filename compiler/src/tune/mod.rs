@@ -442,7 +442,12 @@ fn standings_line(what: &str, timed: &[Timed]) -> String {
             let s = t.standing.as_ref()?;
             // A plan with many cuts is named by its id alone (the report lists its cuts).
             let name = if t.cuts.len() <= 40 { t.cuts.clone() } else { format!("c{}", t.id) };
-            Some(format!("{name} {:.4} [{:.4}, {:.4}]", s.ratio, s.lo, s.hi))
+            // A race stopped before its first look has no interval yet.
+            let interval = match s.hi.is_finite() {
+                true => format!("[{:.4}, {:.4}]", s.lo, s.hi),
+                false => format!("({} pairs, no interval)", s.pairs),
+            };
+            Some(format!("{name} {:.4} {interval}", s.ratio))
         })
         .collect();
     let burn =
@@ -678,11 +683,13 @@ mod tests {
             timed(0, "c0: burn", None),
             timed(1, "c1: blocks=3", Some((0.9665, 0.901, 0.999))),
             timed(2, &long, Some((1.01, 0.95, 1.09))),
+            timed(3, "c3: fusion-off", Some((1.4589, 0.0, f64::INFINITY))),
         ];
         let line = standings_line("raced", &arms);
         assert_eq!(
             line,
-            "raced: c1: blocks=3 0.9665 [0.9010, 0.9990]; c2 1.0100 [0.9500, 1.0900] (Burn's plan 13.100 ms)"
+            "raced: c1: blocks=3 0.9665 [0.9010, 0.9990]; c2 1.0100 [0.9500, 1.0900]; \
+             c3: fusion-off 1.4589 (15 pairs, no interval) (Burn's plan 13.100 ms)"
         );
     }
 }
