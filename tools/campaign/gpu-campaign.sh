@@ -46,7 +46,7 @@
 #                              stock vs patched burn-fusion, two co-resident `blaze-overhead --serve`
 #                              processes taking turns block by block (tools/campaign/overhead-interleave.py),
 #                              attention-d$OVERHEAD_D (257) training, blocks of $BLOCK (8) steps
-#   demo                       blazec demo at the reference shape
+#   demo                       blazec demo at the reference shape (limit $DEMO_TIMEOUT s, default 200)
 #   cutcap:<model>:<every>     a plan with cuts captured: trace (forward), a plan cutting every <every>-th live
 #                              cut point, eager and --captured; fresh processes alternate Burn's plan, the
 #                              eager cut plan and the captured one ($CUTCAP_REPS reps, 2), $WIDTH_STEPS steps
