@@ -58,11 +58,7 @@ pub fn demo(resolve: &Resolver, args: &DemoArgs) -> anyhow::Result<()> {
         .filter_map(|(k, v)| Some([k.to_string(), v?.to_string()]))
         .flatten()
         .collect();
-    let took = if cpu {
-        "5-15 minutes here"
-    } else {
-        "1-2 minutes on a GPU with warm caches, more on a fresh machine, which compiles and autotunes every kernel first"
-    };
+    let took = if cpu { "5-15 minutes here" } else { "1-2 minutes on a GPU with warm caches, more on a fresh machine" };
     eprintln!("demo: 1/2 tune {} training ({took}: tracing, compiling and autotuning come first)", args.model);
     let plan = args.out.join("plan.ron");
     let report = tune(args, &shape, &plan)?;
