@@ -1,26 +1,34 @@
 //! The plans under `plans/` are public files. Shipped ones (`plans/captured/`) and withdrawn
 //! ones (`plans/withdrawn/`, kept for re-checks) must each read and validate under the current
-//! format, sit beside the tune report it came from, name the model and regime its file name
-//! says, and change something (a plan equal to Burn's own is not worth shipping).
+//! format, sit beside the tune report it came from, name the model, regime and device its file
+//! name says, and change something (a plan equal to Burn's own is not worth shipping).
 use blaze_ir::PlanFile;
 use std::path::Path;
 
-/// Checks every `<model>.<regime>.h200.ron` in `dir` and returns how many there were.
+/// A shipped plan's file name ends `.<device>.ron`; the device's Vulkan adapter name.
+const DEVICES: [(&str, &str); 2] = [("h200", "NVIDIA H200"), ("h100", "NVIDIA H100 80GB HBM3")];
+
+/// Checks every `<model>.<regime>.<device>.ron` in `dir` and returns how many there were.
 fn check_plans_in(dir: &Path) -> usize {
     let mut seen = 0;
     for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let Some(stem) = name.strip_suffix(".h200.ron") else { continue };
+        let Some((stem, device, adapter)) =
+            DEVICES.iter().find_map(|(d, a)| Some((name.strip_suffix(&format!(".{d}.ron"))?, *d, *a)))
+        else {
+            continue;
+        };
         let plan = PlanFile::read(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let (model, regime) = stem.rsplit_once('.').unwrap_or_else(|| panic!("{name}: not <model>.<regime>.h200.ron"));
+        let (model, regime) =
+            stem.rsplit_once('.').unwrap_or_else(|| panic!("{name}: not <model>.<regime>.<device>.ron"));
         assert_eq!(plan.contract.model, model, "{name}");
         assert_eq!(format!("{:?}", plan.contract.regime).to_lowercase(), regime, "{name}");
-        assert_eq!(plan.contract.device.adapter, "NVIDIA H200", "{name}");
+        assert_eq!(plan.contract.device.adapter, adapter, "{name}");
         assert!(!plan.cuts.is_empty() || !plan.settings.is_default(), "{name}: Burn's own plan");
         let verification = plan.measurements.as_ref().and_then(|m| m.verification());
         assert!(verification.as_ref().is_some_and(|v| v.keeps()), "{name}: verified? {verification:?}");
-        let report = dir.join(format!("{stem}.h200.report.md"));
+        let report = dir.join(format!("{stem}.{device}.report.md"));
         let text = std::fs::read_to_string(&report).unwrap_or_else(|e| panic!("{}: {e}", report.display()));
         assert!(
             text.contains("**Selected:**") && text.contains("verified"),
@@ -39,7 +47,7 @@ fn every_shipped_and_withdrawn_plan_reads_validates_and_has_its_report() {
     let plans = std::env::current_dir().unwrap().join("../plans");
     let shipped = check_plans_in(&plans.join("captured"));
     let withdrawn = check_plans_in(&plans.join("withdrawn"));
-    assert!(shipped >= 11, "{shipped} shipped plans");
+    assert!(shipped >= 13, "{shipped} shipped plans");
     assert!(withdrawn >= 11, "{withdrawn} withdrawn plans");
     // Nothing ships from the top of plans/: a plan there would escape the shipping rule.
     assert_eq!(check_plans_in(&plans), 0, "plans/ holds plans outside captured/ and withdrawn/");
