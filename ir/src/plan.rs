@@ -259,11 +259,27 @@ pub enum VerifyOutcome {
     /// Executed differently, computed the same: identical, or within rounding.
     Verified { identical: bool, max_rel_diff: f32 },
     /// A captured training run over `steps` steps, beyond the rounding tolerance of a few
-    /// steps but no further from eager execution than Burn's own unfused execution is from its
-    /// fused one over the same steps (`unfused`): rounding compounds over training.
-    WithinDrift { max_rel_diff: f32, unfused: f32, steps: u32 },
+    /// steps but no further from eager execution than one of Burn's own executions is over the
+    /// same steps: its unfused one (`unfused`), or the one in `alternate` (measured when the
+    /// unfused drift alone did not cover the run; files before 2026-12-05 have none). Rounding
+    /// compounds over training.
+    WithinDrift {
+        max_rel_diff: f32,
+        unfused: f32,
+        steps: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        alternate: Option<ReferenceDrift>,
+    },
     /// Different or broken numbers: the plan is not kept.
     Refused(String),
+}
+
+/// How far one of Burn's own executions (`execution`, e.g. `Burn's default plan`) is from the
+/// eager run a captured run is compared with, over the same steps.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReferenceDrift {
+    pub execution: String,
+    pub max_rel_diff: f32,
 }
 
 impl VerifyOutcome {
@@ -297,11 +313,17 @@ impl std::fmt::Display for VerifyOutcome {
             VerifyOutcome::Verified { identical: false, max_rel_diff } => {
                 write!(f, "verified: equal within rounding (largest relative difference {max_rel_diff:e})")
             }
-            VerifyOutcome::WithinDrift { max_rel_diff, unfused, steps } => write!(
-                f,
-                "verified: within Burn's own rounding drift over {steps} steps (largest relative difference \
-                 {max_rel_diff:e}; Burn unfused against fused {unfused:e})"
-            ),
+            VerifyOutcome::WithinDrift { max_rel_diff, unfused, steps, alternate } => {
+                write!(
+                    f,
+                    "verified: within Burn's own rounding drift over {steps} steps (largest relative difference \
+                     {max_rel_diff:e}; Burn unfused against fused {unfused:e}"
+                )?;
+                if let Some(a) = alternate {
+                    write!(f, "; {} against this fusion {:e}", a.execution, a.max_rel_diff)?;
+                }
+                write!(f, ")")
+            }
             VerifyOutcome::Refused(why) => write!(f, "refused: {why}"),
         }
     }

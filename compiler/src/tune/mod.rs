@@ -511,6 +511,8 @@ fn race_captured(
         let steps = opts.gate_steps.unwrap_or(verify::captured_gate_steps(opts.regime));
         progress(&format!("verify c{} (captured gate, {steps} steps)", w.id));
         let v = verify::verify_captured(factory, opts.regime, &cands[w.id], steps);
+        // The verdict now: a tune cut off in a later gate still leaves why this one decided.
+        progress(&format!("gate c{}: {v}", w.id));
         let t = timed.iter_mut().find(|t| t.id == w.id).expect("winners were timed");
         if v.keeps() {
             t.outcome = format!("kept: {}; verified (captured gate)", w.describe());

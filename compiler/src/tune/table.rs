@@ -74,8 +74,10 @@ fn kept(r: &TuneResult) -> String {
         VerifyOutcome::NothingToCheck => String::new(),
         VerifyOutcome::Verified { identical: true, .. } => ", verified (bit-identical)".into(),
         VerifyOutcome::Verified { max_rel_diff, .. } => format!(", verified ({max_rel_diff:.1e})"),
-        VerifyOutcome::WithinDrift { max_rel_diff, unfused, steps } => {
-            format!(", verified within drift ({max_rel_diff:.1e} over {steps} steps; unfused {unfused:.1e})")
+        VerifyOutcome::WithinDrift { max_rel_diff, unfused, steps, alternate } => {
+            let other =
+                alternate.as_ref().map_or(String::new(), |a| format!("; {} {:.1e}", a.execution, a.max_rel_diff));
+            format!(", verified within drift ({max_rel_diff:.1e} over {steps} steps; unfused {unfused:.1e}{other})")
         }
         VerifyOutcome::NotSettled(why) => format!(", not settled: {why}"),
         VerifyOutcome::Refused(why) => format!(", refused: {why}"),

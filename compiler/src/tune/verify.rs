@@ -147,8 +147,8 @@ pub(crate) fn captured_gate_steps(regime: Regime) -> u32 {
 /// the same fusion run eagerly, `steps` steps each, every step's loss and outputs compared.
 /// Refused when the recording did not happen or fell back (whatever the numbers), or when any
 /// step differs beyond the tolerance: a replay that reads stale inputs or state shows there. A
-/// training run beyond the tolerance is kept when Burn's own unfused execution drifts at least
-/// as far over the same steps (`drift`).
+/// training run beyond the tolerance is kept when one of Burn's own executions (fusion off,
+/// then Burn's default plan or width 1) drifts at least as far over the same steps (`drift`).
 pub fn verify_captured(factory: &dyn ModelFactory, regime: Regime, winner: &Candidate, steps: u32) -> VerifyOutcome {
     // The captured instance first: when its loss stops being finite at step k (a replay
     // updating stale state does within a few steps), the eager reference runs k steps only.
@@ -169,9 +169,16 @@ pub fn verify_captured(factory: &dyn ModelFactory, regime: Regime, winner: &Cand
     if regime != Regime::Training || !drift::drift_can_explain(&strict) {
         return strict;
     }
-    match gate_probe(factory, regime, &Candidate::fusion_off(0), captured.losses.len() as u32) {
-        Ok((unfused, _)) => drift::within_drift(&captured, &eager, &unfused, strict),
-        Err(_) => strict,
+    let steps = captured.losses.len() as u32;
+    let Ok((unfused, _)) = gate_probe(factory, regime, &Candidate::fusion_off(0), steps) else { return strict };
+    let first = drift::within_drift(&captured, &eager, &unfused, None, strict.clone());
+    if first.keeps() {
+        return first;
+    }
+    let (name, other) = drift::alternate_of(winner);
+    match gate_probe(factory, regime, &other, steps) {
+        Ok((alternate, _)) => drift::within_drift(&captured, &eager, &unfused, Some((name, &alternate)), strict),
+        Err(_) => first,
     }
 }
 

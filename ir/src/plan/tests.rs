@@ -289,7 +289,7 @@ fn a_new_plan_file_holds_the_typed_verification_and_no_debug_text() {
 
 #[test]
 fn a_plan_kept_within_drift_says_so_in_its_record_and_reads_back() {
-    let within = VerifyOutcome::WithinDrift { max_rel_diff: 6.5e-5, unfused: 9.0e-5, steps: 1007 };
+    let within = VerifyOutcome::WithinDrift { max_rel_diff: 6.5e-5, unfused: 9.0e-5, steps: 1007, alternate: None };
     let text = ron::to_string(&Some(within.clone())).unwrap();
     assert_eq!(text, "Some(WithinDrift(max_rel_diff:0.000065,unfused:0.00009,steps:1007))");
     assert_eq!(ron::from_str::<Option<VerifyOutcome>>(&text).unwrap(), Some(within.clone()));
@@ -299,4 +299,15 @@ fn a_plan_kept_within_drift_says_so_in_its_record_and_reads_back() {
         "verified: within Burn's own rounding drift over 1007 steps (largest relative difference 6.5e-5; Burn \
          unfused against fused 9e-5)"
     );
+}
+
+#[test]
+fn a_plan_kept_within_another_of_burns_executions_names_it_and_reads_back() {
+    let other = ReferenceDrift { execution: "Burn's default plan".into(), max_rel_diff: 8.0e-5 };
+    let within =
+        VerifyOutcome::WithinDrift { max_rel_diff: 7.0e-5, unfused: 6.0e-5, steps: 1007, alternate: Some(other) };
+    let text = ron::to_string(&within).unwrap();
+    assert!(text.contains("alternate:Some((execution:\"Burn") && text.ends_with(",max_rel_diff:0.00008)))"), "{text}");
+    assert_eq!(ron::from_str::<VerifyOutcome>(&text).unwrap(), within);
+    assert!(within.to_string().ends_with("fused 6e-5; Burn's default plan against this fusion 8e-5)"), "{within}");
 }
