@@ -7,7 +7,9 @@
 # Stages (space separated in $STAGES):
 #   tune:<model>:<regime>[:<batch>]
 #                              blazec tune (budget $BUDGET, race budget $RACE_BUDGET s, extra $TUNE_ARGS), wall time
-#                              recorded; with <batch> at that batch size (files named <model>.<regime>.b<batch>)
+#                              recorded; with <batch> at that batch size (files named <model>.<regime>.b<batch>).
+#                              Fusion off is raced in the tune's process; its separate cross-check process
+#                              (15-64 s a tune on a fresh H100, 2026-12-05) runs only with CROSS_CHECK=1
 #   profile:<model>:<regime>[:<batch>]
 #                              blazec profile (host and device time per block) of Burn's plan and of the plan the
 #                              tune stage of the same name wrote, when there is one
@@ -122,8 +124,9 @@ for stage in ${STAGES:-}; do
   case $kind in
     tune)
       mkdir -p $R/plans; id=$a.$b; batch=""; [ -n "$c" ] && { id=$a.$b.b$c; batch="--batch $c"; }
+      cross=--no-fusion-off; [ "${CROSS_CHECK:-0}" = 1 ] && cross=""
       timed ${TUNE_TIMEOUT:-400} /tmp/blazec tune $a --regime $b $batch --device vulkan --budget ${BUDGET:-16} \
-        --race-budget ${RACE_BUDGET:-120} ${TUNE_ARGS:-} -v -o $R/plans/$id.ron > $R/$id.tune.txt 2> $R/$id.progress.txt ;;
+        --race-budget ${RACE_BUDGET:-120} $cross ${TUNE_ARGS:-} -v -o $R/plans/$id.ron > $R/$id.tune.txt 2> $R/$id.progress.txt ;;
     profile)
       id=$a.$b; batch=""; [ -n "$c" ] && { id=$a.$b.b$c; batch="--batch $c"; }
       plan=""; [ -f $R/plans/$id.ron ] && plan="--plan $R/plans/$id.ron"
