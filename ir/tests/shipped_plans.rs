@@ -52,3 +52,30 @@ fn every_shipped_and_withdrawn_plan_reads_validates_and_has_its_report() {
     // Nothing ships from the top of plans/: a plan there would escape the shipping rule.
     assert_eq!(check_plans_in(&plans), 0, "plans/ holds plans outside captured/ and withdrawn/");
 }
+
+/// `plans/autotune/` ships CubeCL's decisions for a device (`blazec demo` seeds them): each
+/// bundle there reads and validates, holds no plan (it is not a plan's way in), names a device
+/// in its file name, and its side files are present and not empty.
+#[test]
+fn every_shipped_autotune_bundle_reads_and_has_its_decisions() {
+    let dir = std::env::current_dir().unwrap().join("../plans/autotune");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|x| x != "blaze") {
+            continue;
+        }
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let bundle = blaze_ir::Bundle::read(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(bundle.entries.is_empty(), "{name}: holds plans");
+        assert!(!bundle.autotune.is_empty(), "{name}: holds no decisions");
+        for file in &bundle.autotune {
+            let (suffix, adapter) = DEVICES.iter().find(|(_, a)| *a == file.device.adapter).expect("a known device");
+            assert!(name.ends_with(&format!(".{suffix}.blaze")), "{name}: made on {adapter}");
+            let side = std::fs::metadata(dir.join(&file.file)).unwrap_or_else(|e| panic!("{}: {e}", file.file));
+            assert!(side.is_file() && side.len() > 0, "{}: empty", file.file);
+        }
+        seen += 1;
+    }
+    assert!(seen >= 1, "no shipped autotune bundle");
+}

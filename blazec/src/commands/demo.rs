@@ -1,7 +1,8 @@
 //! `blazec demo`: the main job end to end on a built-in workload (attention-d257 training by
 //! default): `blazec tune` (Burn's default, fusion off, a cut plan, beam width 3, captured
 //! execution, raced on the device, the winner verified), a short table of what it measured and
-//! kept, then the model run under Burn's plan and under the kept plan in fresh processes. Each
+//! kept, then the model run under Burn's plan and under the kept plan in fresh processes. The
+//! autotune decisions shipped for this device (`plans/autotune/`) seed CubeCL's cache first. Each
 //! stage is the real command in a process of its own (tune supervises workers by re-running its
 //! own command line), so the demo shows exactly what a user's `blazec tune` and `blazec run` do.
 use crate::model_args::{ModelArgs, resolve_model};
@@ -40,7 +41,11 @@ const CPU_SHAPE: (usize, usize) = (2, 32);
 
 pub fn demo(resolve: &Resolver, args: &DemoArgs) -> anyhow::Result<()> {
     let (mut batch, mut seq) = (args.batch, args.seq);
-    let adapter = blaze_burn::device_info().adapter;
+    let device = blaze_burn::device_info();
+    // Before any process of the demo autotunes: the decisions shipped for this device, so a
+    // fresh machine skips autotuning what they cover (one note line when some are imported).
+    blaze_burn::seed_shipped(&shipped_autotune_dir(), &device);
+    let adapter = device.adapter;
     let cpu = adapter.contains("llvmpipe");
     if batch.is_none() && seq.is_none() && cpu {
         (batch, seq) = (Some(CPU_SHAPE.0), Some(CPU_SHAPE.1));
@@ -72,6 +77,16 @@ pub fn demo(resolve: &Resolver, args: &DemoArgs) -> anyhow::Result<()> {
     let kept = run(args, &shape, Some(&plan))?;
     print_runs(&burn, &kept);
     Ok(())
+}
+
+/// `plans/autotune/` of the checkout: the working directory's (`./blaze` runs from the
+/// checkout), else the one this binary was built from.
+fn shipped_autotune_dir() -> PathBuf {
+    let here = Path::new("plans/autotune");
+    match here.is_dir() {
+        true => here.to_path_buf(),
+        false => Path::new(env!("CARGO_MANIFEST_DIR")).join("../plans/autotune"),
+    }
 }
 
 fn blazec() -> anyhow::Result<Command> {

@@ -48,6 +48,20 @@ pub fn seed_autotune(bundle_path: &Path, device: &DeviceInfo) -> Option<Seeded> 
     }
 }
 
+/// Seeds CubeCL's cache from every bundle (`*.blaze`) directly in `dir` that holds decisions
+/// for `device` (those for other devices are skipped silently, a damaged one is a warning), in
+/// name order; what each import did. A missing or unreadable `dir` seeds nothing. For shipped
+/// decisions (`plans/autotune/`): a fresh machine skips autotuning every kernel they cover.
+pub fn seed_shipped(dir: &Path, device: &DeviceInfo) -> Vec<Seeded> {
+    let Ok(listing) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut bundles: Vec<PathBuf> = listing
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "blaze") && p.is_file())
+        .collect();
+    bundles.sort();
+    bundles.iter().filter_map(|b| seed_autotune(b, device)).collect()
+}
+
 /// The one line said when the side file `file` cannot be used (or only in part).
 fn side_file_warning(file: &Path, reason: &str, recorded: usize) -> String {
     format!(

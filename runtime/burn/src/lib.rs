@@ -41,7 +41,7 @@ pub mod device_dropout;
 pub mod device_timer;
 mod params;
 
-pub use autotune::{Seeded, seed_autotune};
+pub use autotune::{Seeded, seed_autotune, seed_shipped};
 pub use blaze_runtime::{BundleHandle, Description, Model, ModelFactory, StepOutput};
 pub use capture::{StableInput, record};
 pub use captured_step::CapturedForward;

@@ -209,6 +209,12 @@ fn child_process_entry() {
             let seeded = blaze_burn::seed_autotune(&bundle, &test_device());
             format!("{seeded:?}\n{}", start.elapsed().as_millis())
         }
+        "seed-shipped" => {
+            use_scratch_cache(&dir.join("cache"));
+            let start = Instant::now();
+            let seeded = blaze_burn::seed_shipped(&dir.join("shipped"), &test_device());
+            format!("{seeded:?}\n{}", start.elapsed().as_millis())
+        }
         "init" => {
             let device = blaze_burn::default_device();
             write_bundle(&dir, SIDE, &blaze_burn::device_info(), RECORDED);
@@ -447,4 +453,31 @@ fn intact_files_in_both_formats_are_imported() {
         let seeded = Seeded { file, imported: RECORDED, already_present: 0, failed: 0 };
         assert_eq!(seeding.returned, format!("{:?}", Some(seeded)), "{name}");
     }
+}
+
+/// Shipped decisions (`plans/autotune/`, as `blazec demo` seeds them): of the bundles in the
+/// directory, only the one holding this device's decisions is imported; one for another device
+/// (whose side file does not even exist here) and a file that is not a bundle are passed over.
+#[test]
+fn of_shipped_bundles_only_this_devices_decisions_are_imported() {
+    let dir = scratch("shipped");
+    let shipped = dir.join("shipped");
+    std::fs::create_dir_all(shipped.join("b-this.blaze.autotune")).unwrap();
+    let other = DeviceInfo { adapter: "another adapter".into(), ..test_device() };
+    write_bundle(&dir, "a-other.blaze.autotune/side.cubecl", &other, RECORDED);
+    std::fs::rename(dir.join("model.blaze"), shipped.join("a-other.blaze")).unwrap();
+    std::fs::write(shipped.join("b-this.blaze.autotune/side.cubecl"), flat_decisions()).unwrap();
+    write_bundle(&dir, "b-this.blaze.autotune/side.cubecl", &test_device(), RECORDED);
+    std::fs::rename(dir.join("model.blaze"), shipped.join("b-this.blaze")).unwrap();
+    std::fs::write(shipped.join("README.md"), "not a bundle").unwrap();
+    let seeding = seed_in_child("seed-shipped", &dir);
+    let file = shipped.join("b-this.blaze.autotune/side.cubecl").display().to_string();
+    assert_eq!(
+        seeding.lines,
+        vec![format!(
+            "note: blaze: seeded CubeCL's autotune cache from {file}: {RECORDED} decisions imported, 0 already present"
+        )]
+    );
+    let seeded = Seeded { file, imported: RECORDED, already_present: 0, failed: 0 };
+    assert_eq!(seeding.returned, format!("{:?}", vec![seeded]));
 }
