@@ -6,7 +6,8 @@ use blaze_ir::PlanFile;
 use std::path::Path;
 
 /// A shipped plan's file name ends `.<device>.ron`; the device's Vulkan adapter name.
-const DEVICES: [(&str, &str); 2] = [("h200", "NVIDIA H200"), ("h100", "NVIDIA H100 80GB HBM3")];
+const DEVICES: [(&str, &str); 3] =
+    [("h200", "NVIDIA H200"), ("h100", "NVIDIA H100 80GB HBM3"), ("lavapipe", "llvmpipe (LLVM 15.0.6, 256 bits)")];
 
 /// Checks every `<model>.<regime>.<device>.ron` in `dir` and returns how many there were.
 fn check_plans_in(dir: &Path) -> usize {

@@ -6,6 +6,7 @@
 //! stage is the real command in a process of its own (tune supervises workers by re-running its
 //! own command line), so the demo shows exactly what a user's `blazec tune` and `blazec run` do.
 use crate::model_args::{ModelArgs, resolve_model};
+use blaze_compiler::autotune::pin_autotune_cache;
 use blaze_compiler::catalog::Resolver;
 use blaze_ir::plan::Regime;
 use clap::Args;
@@ -41,6 +42,9 @@ const CPU_SHAPE: (usize, usize) = (2, 32);
 
 pub fn demo(resolve: &Resolver, args: &DemoArgs) -> anyhow::Result<()> {
     let (mut batch, mut seq) = (args.batch, args.seq);
+    // The cache root the tune would pin, pinned here (before any thread starts) so the seeding
+    // below and every process the demo starts use the same one.
+    pin_autotune_cache(&cubecl::environment::root())?;
     let device = blaze_burn::device_info();
     // Before any process of the demo autotunes: the decisions shipped for this device, so a
     // fresh machine skips autotuning what they cover (one note line when some are imported).
