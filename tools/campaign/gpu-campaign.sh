@@ -49,6 +49,8 @@
 #                              processes taking turns block by block (tools/campaign/overhead-interleave.py),
 #                              attention-d$OVERHEAD_D (257) training, blocks of $BLOCK (8) steps
 #   demo                       blazec demo at the reference shape (limit $DEMO_TIMEOUT s, default 200)
+#   seed                       the plan the demo stage wrote, bundled with this machine's autotune decisions
+#                              ($R/seed/demo.blaze: what plans/autotune/ ships for a device, entries removed)
 #   cutcap:<model>:<every>     a plan with cuts captured: trace (forward), a plan cutting every <every>-th live
 #                              cut point, eager and --captured; fresh processes alternate Burn's plan, the
 #                              eager cut plan and the captured one ($CUTCAP_REPS reps, 2), $WIDTH_STEPS steps
@@ -113,6 +115,9 @@ count_and_batch() {
   [ -n "$1" ] && [ "$1" != "$count" ] && { batch="--batch ${1#*:}"; bsuffix="-b${1#*:}"; }
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv > $R/gpu.txt 2>&1
+# The host: the op-stream check's cost per operation is CPU time, and its span clock reads the
+# monotonic clock (cheap only with a vDSO clock source such as tsc).
+{ echo "clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>&1)"; lscpu | grep -E 'Model name|^CPU\(s\)'; echo "cpus with sha_ni: $(grep -c -w sha_ni /proc/cpuinfo)"; } >> $R/gpu.txt 2>&1
 date -u +%FT%TZ > $R/date.txt
 for stage in ${STAGES:-}; do
   IFS=: read -r kind a b c <<< "$stage"
@@ -279,6 +284,9 @@ for stage in ${STAGES:-}; do
         --no-fusion-off -o $ld/again.ron > $ld/again.txt 2> $ld/again.err ;;
     demo)
       timed ${DEMO_TIMEOUT:-200} /tmp/blazec demo --steps 20 --out $R/demo > $R/demo.txt 2>&1 ;;
+    seed)
+      mkdir -p $R/seed; rm -rf $R/seed/demo.blaze*
+      /tmp/blazec bundle $R/seed/demo.blaze $R/demo/plan.ron --autotune-cache ~/.cache/cubecl > $R/seed/bundle.txt 2>&1 ;;
     cutcap)
       cdir=$R/cutcap-$a; mkdir -p $cdir
       name=cutcap-trace; timed 200 /tmp/blazec trace $a --regime forward -o $cdir/t.ron > $cdir/trace.txt 2>&1
