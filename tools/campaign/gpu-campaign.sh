@@ -283,7 +283,12 @@ for stage in ${STAGES:-}; do
       name=lost-again; timed 200 /tmp/blazec tune $a --regime training --device vulkan --budget 4 --race-budget 20 \
         --no-fusion-off -o $ld/again.ron > $ld/again.txt 2> $ld/again.err ;;
     demo)
-      timed ${DEMO_TIMEOUT:-200} /tmp/blazec demo --steps 20 --out $R/demo > $R/demo.txt 2>&1 ;;
+      # From the checkout, as `./blaze demo` runs: the demo seeds CubeCL's cache from the
+      # checkout's plans/autotune/. DEMO_COLD=1: with empty CubeCL and NVIDIA caches (the warm
+      # ones are put back after), as on a fresh machine.
+      [ "${DEMO_COLD:-0}" = 1 ] && for c in cubecl nvidia; do rm -rf ~/.cache/$c.warm; mv ~/.cache/$c ~/.cache/$c.warm 2>/dev/null; done
+      (cd $REPO && timed ${DEMO_TIMEOUT:-200} /tmp/blazec demo --steps 20 --out $R/demo > $R/demo.txt 2>&1)
+      [ "${DEMO_COLD:-0}" = 1 ] && for c in cubecl nvidia; do [ -d ~/.cache/$c.warm ] && { rm -rf ~/.cache/$c; mv ~/.cache/$c.warm ~/.cache/$c; }; done ;;
     seed)
       mkdir -p $R/seed; rm -rf $R/seed/demo.blaze*
       /tmp/blazec bundle $R/seed/demo.blaze $R/demo/plan.ron --autotune-cache ~/.cache/cubecl > $R/seed/bundle.txt 2>&1 ;;
@@ -302,8 +307,8 @@ for stage in ${STAGES:-}; do
     loadcheck)
       mkdir -p $R/loadcheck
       for plan in ${a//,/ }; do
-        # <model>[-b<batch>[s<seq>]].<regime>.h200.ron
-        base=$(basename $plan .h200.ron); regime=${base##*.}; shape=${base%.*}; model=$shape; args=""
+        # <model>[-b<batch>[s<seq>]].<regime>.<device>.ron
+        base=$(basename $plan .ron); base=${base%.*}; regime=${base##*.}; shape=${base%.*}; model=$shape; args=""
         if [[ $shape =~ ^(.*)-b([0-9]+)(s([0-9]+))?$ ]]; then
           model=${BASH_REMATCH[1]}; args="--batch ${BASH_REMATCH[2]}"; [ -n "${BASH_REMATCH[4]}" ] && args="$args --seq ${BASH_REMATCH[4]}"
         fi
