@@ -66,6 +66,9 @@ fn a_captured_plan_replays_fresh_batches_and_computes_the_eager_numbers() {
     let (eager, _) = run_forward(&dir, "eager", None, 8, &[]);
     let (captured, stderr) = run_forward(&dir, "captured", Some(&plan), 8, &[]);
     assert_eq!(captured.execution.as_deref(), Some("captured"), "{stderr}");
+    // Confirmed from the eager warm-up steps: the window that decides ends where the
+    // recording begins (before 2026-12-05: "applied (op stream not confirmed)").
+    assert_eq!(captured.plan, "applied", "{stderr}");
     assert!(captured.replays >= 8, "every timed step and the last are replays: {}", captured.replays);
     assert!(!stderr.contains("captured execution not in force"), "{stderr}");
     // Fresh batches: the losses move from step to step, and each equals the eager step's.

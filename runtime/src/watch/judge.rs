@@ -244,6 +244,26 @@ impl Judge {
         effects
     }
 
+    /// The device synced at `sync` with no operation registered to show it: the first operation
+    /// of a recorded or replayed step, which the watch does not judge (see `Capturing`). The
+    /// window before it ended there, as an operation registered then would have ended it: judge
+    /// it. A captured plan's eager warm-up steps are all the watch sees of its op stream, and the
+    /// window that decides ends where the recording begins.
+    pub fn boundary(&mut self, sync: u64) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        if let Phase::Judging(w) = &mut self.phase
+            && let Some(judgement) = sync_changed(&self.expected, w, sync)
+        {
+            let lengths = w.lengths();
+            self.decide(judgement, lengths, sync, &mut effects);
+            // No operation began the next window.
+            if let Phase::Settled(settled) = &mut self.phase {
+                settled.count = 0;
+            }
+        }
+        effects
+    }
+
     /// Acts on a judgement: installs, withdraws, warns, and settles or stops watching.
     fn decide(&mut self, judgement: Judgement, mut lengths: BTreeSet<u64>, sync: u64, effects: &mut Vec<Effect>) {
         // The same entry again (a window length the settled program had not shown yet, such as
@@ -341,6 +361,18 @@ fn window_ended(expected: &[Expected], w: &mut Window) -> Option<Judgement> {
 /// One operation while judging; the judgement, if this operation began a new window and the
 /// windows so far decide it.
 fn record(expected: &[Expected], longest: usize, w: &mut Window, op: &OperationIr, sync: u64) -> Option<Judgement> {
+    if let Some(judgement) = sync_changed(expected, w, sync) {
+        return Some(judgement);
+    }
+    w.push(op, longest);
+    // The current window's start was trimmed away: it holds more than two steps. Not in the
+    // first window, which also holds whatever the program did before (building the model).
+    (w.starts.is_empty() && w.windows > 0).then(|| Judgement::NoSync(2 * longest as u64 + 1))
+}
+
+/// The sync count is `sync` at the next operation: when it moved, the window ended (the
+/// judgement, if the windows so far decide it) and the next one begins.
+fn sync_changed(expected: &[Expected], w: &mut Window, sync: u64) -> Option<Judgement> {
     if sync != w.sync {
         if let Some(judgement) = window_ended(expected, w) {
             return Some(judgement);
@@ -349,10 +381,7 @@ fn record(expected: &[Expected], longest: usize, w: &mut Window, op: &OperationI
         let lengths = expected.iter().map(|e| e.ops_per_step).collect();
         w.begin_window(&lengths);
     }
-    w.push(op, longest);
-    // The current window's start was trimmed away: it holds more than two steps. Not in the
-    // first window, which also holds whatever the program did before (building the model).
-    (w.starts.is_empty() && w.windows > 0).then(|| Judgement::NoSync(2 * longest as u64 + 1))
+    None
 }
 
 /// One operation once settled: true when it ended a window of a length the settled program

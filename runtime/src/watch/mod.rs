@@ -80,8 +80,10 @@ static CAPTURING: AtomicUsize = AtomicUsize::new(0);
 
 /// Held while a step is recorded or replayed (captured execution): the operations registered
 /// then (a recording's, input refreshes between replays) are not the plan's eager step, so
-/// every watch ignores them instead of judging them a drift. A watch that resumes after the
-/// guard is dropped (captured execution fell back to eager) re-judges the stream.
+/// every watch ignores them instead of judging them a drift; a window that ended where they
+/// began is still judged, so a captured plan is confirmed from its eager warm-up steps. A watch
+/// that resumes after the guard is dropped (captured execution fell back to eager) re-judges the
+/// stream.
 #[must_use]
 pub struct Capturing(());
 
@@ -175,6 +177,25 @@ impl OpStreamWatch {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// An operation of a recorded or replayed step: not judged, but a window that ended before
+    /// it is (`Judge::boundary`).
+    fn captured_op(&self, sync: u64) {
+        let effects = {
+            let mut guard = self.lock();
+            let observed = &mut *guard;
+            if observed.judge.would_end_window(sync) != Some(true) {
+                return;
+            }
+            let span = observed.busy.start(true);
+            let effects = observed.judge.boundary(sync);
+            observed.busy.stop(span);
+            effects
+        };
+        for effect in effects {
+            self.carry_out(effect);
+        }
+    }
+
     fn carry_out(&self, effect: Effect) {
         match effect {
             Effect::Install(None) => {
@@ -190,10 +211,14 @@ impl OpStreamWatch {
 
 impl FusionObserver for OpStreamWatch {
     fn registered(&self, op: &OperationIr) {
-        if self.done.load(Ordering::Relaxed) || CAPTURING.load(Ordering::Relaxed) > 0 {
+        if self.done.load(Ordering::Relaxed) {
             return;
         }
         let sync = burn_fusion::cut::syncs();
+        if CAPTURING.load(Ordering::Relaxed) > 0 {
+            self.captured_op(sync);
+            return;
+        }
         let mut guard = self.lock();
         let observed = &mut *guard;
         // An operation that ends a window may judge (fingerprints, a decision): a long span.

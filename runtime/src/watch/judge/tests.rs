@@ -96,6 +96,32 @@ fn a_selecting_judge_installs_the_entry_whose_stream_matches_after_the_model_is_
     assert_eq!(p.installs(), [Some(1)], "the settled program is not judged again");
 }
 
+/// A captured plan: two eager warm-up steps, then the recording, whose operations the judge is
+/// not fed. The sync before the recording ends the second step's window: it is judged there.
+#[test]
+fn a_window_ending_where_a_recording_begins_is_judged_without_an_operation() {
+    let mut p = Program::watched(vec![entry(&TRAINING)], Mode::Confirm);
+    p.steps(&TRAINING, 2);
+    assert!(p.judge.boundary(p.sync).is_empty(), "no sync since the window began: nothing ended");
+    assert_eq!(p.judge.outcome(), None);
+    p.sync += 1;
+    let effects = p.judge.boundary(p.sync);
+    assert_eq!(p.judge.outcome(), Some(&OpStreamCheck::Confirmed), "{:?}", p.judge.events());
+    assert_eq!(effects, [Effect::Stop]);
+
+    // Selecting: the entry is installed at the boundary, and the first window after the
+    // recording (no operation of it counted) is not taken for a new sync pattern.
+    let mut p = Program::watched(vec![entry(&EVALUATION), entry(&TRAINING)], Mode::Select);
+    p.steps(&TRAINING, 2);
+    p.sync += 1;
+    p.effects.extend(p.judge.boundary(p.sync));
+    assert_eq!(p.installs(), [Some(1)]);
+    p.ops(&TRAINING);
+    p.steps(&TRAINING, 3);
+    assert_eq!(p.installs(), [Some(1)], "{:?}", p.judge.events());
+    assert_eq!(p.judge.events().len(), 1, "{:?}", p.judge.events());
+}
+
 #[test]
 fn a_confirming_judge_withdraws_a_plan_whose_stream_differs_with_one_warning() {
     let mut p = Program::watched(vec![entry(&TRAINING)], Mode::Confirm);
