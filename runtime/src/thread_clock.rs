@@ -4,7 +4,7 @@
 //! time was 17-37 ms for 2-5 ms of its own work, and one CI run failed on it.
 //!
 //! Reading this clock is a system call (0.6-0.9 us on the 2-core CI machine), so the watch
-//! clocks its short spans with the monotonic clock ([`SpanClock`]) and none once settled.
+//! clocks its short spans with a tick counter ([`SpanClock`], [`ticks`]) and none once settled.
 use std::time::Duration;
 
 /// A reading of the calling thread's CPU clock.
@@ -46,19 +46,26 @@ impl ThreadClock {
 /// a sandboxed one), so clocking every operation with it cost the program about as much as the
 /// work, and sampling one operation in eight estimated double the work (the readings' own cost
 /// inside the spans varies more than a calibration at start can take off). Short spans read
-/// the monotonic clock instead (no system call where the C library reads it from the vDSO, as
-/// Linux's does): its time is the span's CPU time unless the thread was descheduled inside
-/// it, for milliseconds, and each short span counts at most [`SpanClock::SHORT_CAP`], far
-/// above any operation's work. Long spans (judgements, which may take milliseconds) read the
-/// thread's CPU clock.
-#[derive(Default)]
+/// [`ticks`] instead: a span's time is its CPU time unless the thread was descheduled inside
+/// it, for milliseconds, and each short span counts at most [`SpanClock::SHORT_CAP`] (in ticks:
+/// see [`SpanClock::SHORT_CAP_TICKS`]), far above any operation's work. Long spans (judgements,
+/// which may take milliseconds) read the thread's CPU clock.
 pub struct SpanClock {
-    total: Duration,
+    long: Duration,
+    short_ticks: u64,
+    /// Where ticks are converted to time: a reading of both clocks when this clock was made.
+    origin: (std::time::Instant, u64),
+}
+
+impl Default for SpanClock {
+    fn default() -> Self {
+        SpanClock { long: Duration::ZERO, short_ticks: 0, origin: (std::time::Instant::now(), ticks()) }
+    }
 }
 
 /// A started span.
 pub enum Span {
-    Short(std::time::Instant),
+    Short(u64),
     Long(ThreadClock),
 }
 
@@ -66,22 +73,67 @@ impl SpanClock {
     /// What one short span counts at most: a descheduled thread is away for a time slice
     /// (milliseconds); the watch's work for one operation is under 10 us.
     pub const SHORT_CAP: Duration = Duration::from_micros(50);
+    /// [`Self::SHORT_CAP`] in ticks of the fastest counter [`ticks`] may read (10 GHz): with a
+    /// slower one a span counts up to a few times the cap, still far below a time slice.
+    pub const SHORT_CAP_TICKS: u64 = 500_000;
 
     pub fn start(&mut self, long: bool) -> Span {
-        if long { Span::Long(ThreadClock::now()) } else { Span::Short(std::time::Instant::now()) }
+        if long { Span::Long(ThreadClock::now()) } else { Span::Short(ticks()) }
     }
 
     pub fn stop(&mut self, span: Span) {
-        self.total += match span {
-            Span::Short(start) => start.elapsed().min(Self::SHORT_CAP),
-            Span::Long(start) => start.elapsed(),
-        };
+        match span {
+            Span::Short(start) => self.short_ticks += ticks().saturating_sub(start).min(Self::SHORT_CAP_TICKS),
+            Span::Long(start) => self.long += start.elapsed(),
+        }
     }
 
-    /// The CPU time of every span so far.
+    /// The CPU time of every span so far: short spans' ticks at the rate the counter ran since
+    /// this clock was made.
     pub fn total(&self) -> Duration {
-        self.total
+        let (at, ticks0) = self.origin;
+        let (wall, counted) = (at.elapsed().as_secs_f64(), ticks().saturating_sub(ticks0));
+        let per_tick = if counted == 0 { 0.0 } else { wall / counted as f64 };
+        self.long + Duration::from_secs_f64(self.short_ticks as f64 * per_tick).min(self.cap_total())
     }
+
+    /// Short spans never count more than the wall time since this clock was made.
+    fn cap_total(&self) -> Duration {
+        self.origin.0.elapsed()
+    }
+}
+
+/// A counter that advances at a constant rate: the time-stamp counter on x86_64 CPUs whose
+/// counter is invariant (one instruction, no memory read: the monotonic clock's vDSO call cost
+/// the watch two reads of 25 ns or more per operation on the 2-core CI machine, and a cache miss
+/// on its data page inside a running program), elsewhere nanoseconds of the monotonic clock.
+pub fn ticks() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if invariant_tsc() {
+        // SAFETY: RDTSC exists on every x86_64 CPU; it reads a counter and touches no memory.
+        return unsafe { core::arch::x86_64::_rdtsc() };
+    }
+    monotonic_ns()
+}
+
+fn monotonic_ns() -> u64 {
+    use std::sync::OnceLock;
+    static EPOCH: OnceLock<std::time::Instant> = OnceLock::new();
+    EPOCH.get_or_init(std::time::Instant::now).elapsed().as_nanos() as u64
+}
+
+/// CPUID 0x8000_0007, EDX bit 8: the time-stamp counter runs at a constant rate in every
+/// power state (Linux's `constant_tsc nonstop_tsc`), so ticks convert to time at one rate.
+#[cfg(target_arch = "x86_64")]
+fn invariant_tsc() -> bool {
+    use std::sync::OnceLock;
+    static INVARIANT: OnceLock<bool> = OnceLock::new();
+    *INVARIANT.get_or_init(|| {
+        // SAFETY: CPUID exists on every x86_64 CPU; leaf 0x8000_0007 is read only when the
+        // CPU reports it.
+        let max = unsafe { core::arch::x86_64::__cpuid(0x8000_0000) }.eax;
+        max >= 0x8000_0007 && unsafe { core::arch::x86_64::__cpuid(0x8000_0007) }.edx & (1 << 8) != 0
+    })
 }
 
 #[cfg(test)]
@@ -137,10 +189,11 @@ mod tests {
         let span = asleep.start(false);
         std::thread::sleep(Duration::from_millis(20));
         asleep.stop(span);
-        assert_eq!(asleep.total(), SpanClock::SHORT_CAP);
+        let capped = asleep.total();
+        assert!(capped >= SpanClock::SHORT_CAP / 10 && capped <= SpanClock::SHORT_CAP * 10, "20 ms asleep counted {capped:?}");
         let span = asleep.start(true);
         std::thread::sleep(Duration::from_millis(20));
         asleep.stop(span);
-        assert!(asleep.total() < SpanClock::SHORT_CAP + Duration::from_millis(5), "a long span counts CPU time");
+        assert!(asleep.total() < capped + Duration::from_millis(5), "a long span counts CPU time");
     }
 }
