@@ -75,7 +75,7 @@ impl SpanClock {
     pub const SHORT_CAP: Duration = Duration::from_micros(50);
     /// [`Self::SHORT_CAP`] in ticks of the fastest counter [`ticks`] may read (10 GHz): with a
     /// slower one a span counts up to a few times the cap, still far below a time slice.
-    pub const SHORT_CAP_TICKS: u64 = 500_000;
+    pub const SHORT_CAP_TICKS: u64 = Self::SHORT_CAP.as_nanos() as u64 * 10;
 
     pub fn start(&mut self, long: bool) -> Span {
         if long { Span::Long(ThreadClock::now()) } else { Span::Short(ticks()) }
@@ -129,10 +129,9 @@ fn invariant_tsc() -> bool {
     use std::sync::OnceLock;
     static INVARIANT: OnceLock<bool> = OnceLock::new();
     *INVARIANT.get_or_init(|| {
-        // SAFETY: CPUID exists on every x86_64 CPU; leaf 0x8000_0007 is read only when the
-        // CPU reports it.
-        let max = unsafe { core::arch::x86_64::__cpuid(0x8000_0000) }.eax;
-        max >= 0x8000_0007 && unsafe { core::arch::x86_64::__cpuid(0x8000_0007) }.edx & (1 << 8) != 0
+        // Leaf 0x8000_0007 is read only when the CPU reports it.
+        let max = core::arch::x86_64::__cpuid(0x8000_0000).eax;
+        max >= 0x8000_0007 && core::arch::x86_64::__cpuid(0x8000_0007).edx & (1 << 8) != 0
     })
 }
 
