@@ -189,7 +189,10 @@ mod tests {
         std::thread::sleep(Duration::from_millis(20));
         asleep.stop(span);
         let capped = asleep.total();
-        assert!(capped >= SpanClock::SHORT_CAP / 10 && capped <= SpanClock::SHORT_CAP * 10, "20 ms asleep counted {capped:?}");
+        assert!(
+            capped >= SpanClock::SHORT_CAP / 10 && capped <= SpanClock::SHORT_CAP * 10,
+            "20 ms asleep counted {capped:?}"
+        );
         let span = asleep.start(true);
         std::thread::sleep(Duration::from_millis(20));
         asleep.stop(span);
