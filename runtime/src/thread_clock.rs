@@ -27,10 +27,7 @@ impl ThreadClock {
     /// Elsewhere no per-thread clock is read: wall time since the process's first reading.
     #[cfg(not(unix))]
     pub fn now() -> Self {
-        use std::sync::OnceLock;
-        use std::time::Instant;
-        static EPOCH: OnceLock<Instant> = OnceLock::new();
-        Self(EPOCH.get_or_init(Instant::now).elapsed())
+        Self(Duration::from_nanos(monotonic_ns()))
     }
 
     /// CPU time the thread used since this reading (zero if read on another thread: the
@@ -94,12 +91,8 @@ impl SpanClock {
         let (at, ticks0) = self.origin;
         let (wall, counted) = (at.elapsed().as_secs_f64(), ticks().saturating_sub(ticks0));
         let per_tick = if counted == 0 { 0.0 } else { wall / counted as f64 };
-        self.long + Duration::from_secs_f64(self.short_ticks as f64 * per_tick).min(self.cap_total())
-    }
-
-    /// Short spans never count more than the wall time since this clock was made.
-    fn cap_total(&self) -> Duration {
-        self.origin.0.elapsed()
+        // Short spans never count more than the wall time since this clock was made.
+        self.long + Duration::from_secs_f64(self.short_ticks as f64 * per_tick).min(at.elapsed())
     }
 }
 
@@ -116,6 +109,7 @@ pub fn ticks() -> u64 {
     monotonic_ns()
 }
 
+/// Nanoseconds of the monotonic clock since the process's first reading.
 fn monotonic_ns() -> u64 {
     use std::sync::OnceLock;
     static EPOCH: OnceLock<std::time::Instant> = OnceLock::new();

@@ -221,7 +221,8 @@ impl Judge {
                 self.judged += 1;
                 if let Some(judgement) = record(&self.expected, self.longest, w, op, sync) {
                     let lengths = w.lengths();
-                    self.decide(judgement, lengths, sync, &mut effects);
+                    // The operation being registered began the window after the judged ones.
+                    self.decide(judgement, lengths, sync, 1, &mut effects);
                 }
             }
             Phase::Settled(settled) => {
@@ -255,17 +256,23 @@ impl Judge {
             && let Some(judgement) = sync_changed(&self.expected, w, sync)
         {
             let lengths = w.lengths();
-            self.decide(judgement, lengths, sync, &mut effects);
-            // No operation began the next window.
-            if let Phase::Settled(settled) = &mut self.phase {
-                settled.count = 0;
-            }
+            // No operation of the next window is counted: the recording's are not.
+            self.decide(judgement, lengths, sync, 0, &mut effects);
         }
         effects
     }
 
-    /// Acts on a judgement: installs, withdraws, warns, and settles or stops watching.
-    fn decide(&mut self, judgement: Judgement, mut lengths: BTreeSet<u64>, sync: u64, effects: &mut Vec<Effect>) {
+    /// Acts on a judgement: installs, withdraws, warns, and settles or stops watching. `counted`:
+    /// the operations of the window after the judged ones registered so far (a settled watch
+    /// counts on from there).
+    fn decide(
+        &mut self,
+        judgement: Judgement,
+        mut lengths: BTreeSet<u64>,
+        sync: u64,
+        counted: u64,
+        effects: &mut Vec<Effect>,
+    ) {
         // The same entry again (a window length the settled program had not shown yet, such as
         // the first steps' split windows giving way to whole ones): its lengths add up.
         if matches!(judgement, Judgement::Match(i) if self.installed == Some(i)) {
@@ -314,8 +321,7 @@ impl Judge {
         self.outcome.get_or_insert(outcome);
         match self.mode {
             Mode::Confirm => effects.push(Effect::Stop),
-            // The operation being registered began the window after the judged ones: count it.
-            Mode::Select => self.phase = Phase::Settled(Settled { lengths, sync, count: 1 }),
+            Mode::Select => self.phase = Phase::Settled(Settled { lengths, sync, count: counted }),
         }
     }
 

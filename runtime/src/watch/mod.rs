@@ -177,25 +177,6 @@ impl OpStreamWatch {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// An operation of a recorded or replayed step: not judged, but a window that ended before
-    /// it is (`Judge::boundary`).
-    fn captured_op(&self, sync: u64) {
-        let effects = {
-            let mut guard = self.lock();
-            let observed = &mut *guard;
-            if observed.judge.would_end_window(sync) != Some(true) {
-                return;
-            }
-            let span = observed.busy.start(true);
-            let effects = observed.judge.boundary(sync);
-            observed.busy.stop(span);
-            effects
-        };
-        for effect in effects {
-            self.carry_out(effect);
-        }
-    }
-
     fn carry_out(&self, effect: Effect) {
         match effect {
             Effect::Install(None) => {
@@ -215,19 +196,25 @@ impl FusionObserver for OpStreamWatch {
             return;
         }
         let sync = burn_fusion::cut::syncs();
-        if CAPTURING.load(Ordering::Relaxed) > 0 {
-            self.captured_op(sync);
-            return;
-        }
-        let mut guard = self.lock();
-        let observed = &mut *guard;
-        // An operation that ends a window may judge (fingerprints, a decision): a long span.
-        // Others are one signature line and a hash or two: short spans.
-        let span = observed.judge.would_end_window(sync).map(|ends| observed.busy.start(ends));
-        let effects = observed.judge.op(op, sync);
-        if let Some(span) = span {
-            observed.busy.stop(span);
-        }
+        // An operation of a recorded or replayed step is not judged, but a window that ended
+        // before it is (`Judge::boundary`).
+        let captured = CAPTURING.load(Ordering::Relaxed) > 0;
+        let effects = {
+            let mut guard = self.lock();
+            let observed = &mut *guard;
+            // An operation that ends a window may judge (fingerprints, a decision): a long span.
+            // Others are one signature line and a hash or two: short spans.
+            let ends = observed.judge.would_end_window(sync);
+            if captured && ends != Some(true) {
+                return;
+            }
+            let span = ends.map(|ends| observed.busy.start(ends));
+            let effects = if captured { observed.judge.boundary(sync) } else { observed.judge.op(op, sync) };
+            if let Some(span) = span {
+                observed.busy.stop(span);
+            }
+            effects
+        };
         for effect in effects {
             self.carry_out(effect);
         }
