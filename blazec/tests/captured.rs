@@ -1,4 +1,4 @@
-//! Captured execution (plan format version 4) on the real device (lavapipe in CI), forward
+//! Captured execution (plan format versions 4 and 5) on the real device (lavapipe in CI), forward
 //! regime of attention-d257 at batch 2, sequence 32: a recorded step replays fresh batches and
 //! computes what eager steps compute; the gate refuses a replay whose inputs are not written in
 //! place; a recording the backend refuses leaves eager execution with one warning; a plan with
@@ -172,9 +172,13 @@ fn a_captured_training_step_replays_burns_adam_and_the_gate_verifies_200_replays
     let plan = captured_training_plan(&dir);
     let text = std::fs::read_to_string(&plan).unwrap();
     assert!(text.contains("regime: Training") && text.contains("execution: Some(Captured)"), "{text}");
+    assert!(text.contains("format_version: 5") && text.contains("recordable_step: Some("), "{text}");
     let (eager, _) = run_training(&dir, "eager", &[], 16, &[]);
     let (captured, stderr) = run_training(&dir, "captured", &["--plan", plan.to_str().unwrap()], 16, &[]);
     assert_eq!(captured.execution.as_deref(), Some("captured"), "{stderr}");
+    // Its warm-up steps run the step with the state held in place, whose op stream the plan
+    // carries (a version-4 plan, which has none: "applied (op stream not confirmed)").
+    assert_eq!(captured.plan, "applied", "{stderr}");
     assert!(captured.replays >= 8, "{}", captured.replays);
     // Parameters and Adam's moments written back in place, the learning rate and bias
     // corrections on the device: every step's loss is Burn's eager Adam's.

@@ -114,6 +114,7 @@ mod tests {
             boundaries: (1..3 * layers as u64).map(|i| TracedBoundary { id: BoundaryId(i), live: true }).collect(),
             explored: (0..n).collect(),
             max_blocks: None,
+            recordable_step: None,
         }
     }
 

@@ -82,6 +82,7 @@ pub fn contract_of(model: &dyn Model, op_stream: &str) -> Contract {
         ops_per_step: 0,
         device: d.device,
         burn_version: blaze_runtime::BURN_VERSION.into(),
+        recordable_step: None,
     }
 }
 
@@ -129,14 +130,15 @@ impl Loaded<'_> {
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
         match self {
             Loaded::Plan(LoadOutcome::Applied(h)) => {
-                Some((ms(h.load_time), ms(h.watch_time()), h.watch_ops(), Some(h.plan.contract.ops_per_step)))
+                let step = h.plan.contract.watched_step(&h.plan.settings).ops_per_step;
+                Some((ms(h.load_time), ms(h.watch_time()), h.watch_ops(), Some(step)))
             }
             Loaded::Plan(_) => None,
             Loaded::Bundle(b) => Some((
                 ms(b.load_time),
                 ms(b.watch_time()),
                 b.watch_ops(),
-                b.installed().map(|p| p.contract.ops_per_step),
+                b.installed().map(|p| p.contract.watched_step(&p.settings).ops_per_step),
             )),
         }
     }

@@ -2,7 +2,7 @@
 use crate::drive::{record_step, warm_up};
 use blaze_ir::{
     BoundaryId, Trace,
-    plan::Regime,
+    plan::{Regime, StepStream},
     trace::{TRACE_FORMAT_VERSION, TracedBoundary},
 };
 use blaze_runtime::{ModelFactory, RecordedStep, activate_burn_default, activate_explore_probe_with, activate_with};
@@ -58,6 +58,11 @@ pub fn trace(factory: &dyn ModelFactory, opts: &TraceOptions) -> Result<Trace, T
     let desc = model.describe();
     let explored = probe.explored();
     activate_burn_default();
+    drop(model);
+    let recordable_step = match opts.regime {
+        Regime::Training => recordable_step(factory, opts.warmup)?,
+        Regime::Forward => None,
+    };
     Ok(Trace {
         format_version: TRACE_FORMAT_VERSION,
         model: desc.name,
@@ -71,7 +76,27 @@ pub fn trace(factory: &dyn ModelFactory, opts: &TraceOptions) -> Result<Trace, T
         partition: step.partition,
         explored: explored.iter().map(|&i| i as u32).collect(),
         max_blocks: opts.max_blocks,
+        recordable_step,
     })
+}
+
+/// The op stream of a training step in the form captured execution runs it (its state held in
+/// place: `RecordableStep::hold_state_in_place`), traced as the step is, on a fresh instance;
+/// None when the model cannot be recorded.
+fn recordable_step(factory: &dyn ModelFactory, warmup: u32) -> Result<Option<StepStream>, TraceError> {
+    let mut model = factory.build(Regime::Training).map_err(TraceError::Build)?;
+    if blaze_runtime::captured::hold_state_in_place(model.as_mut()).is_err() {
+        return Ok(None);
+    }
+    warm_up(model.as_mut(), warmup);
+    let (step, _) = record_step(model.as_mut(), false);
+    let (again, _) = record_step(model.as_mut(), false);
+    check_stable(&step, &again).map_err(|e| match e {
+        TraceError::Unstable(why) => TraceError::Unstable(format!("{why}, with the training state held in place")),
+        e => e,
+    })?;
+    let ops = step.traced_ops();
+    Ok(Some(StepStream { op_stream: blaze_ir::trace::op_stream_fingerprint(&ops), ops_per_step: ops.len() as u64 }))
 }
 
 /// Cut points: every gap before operation n that some fused block spans (has operations on
@@ -105,7 +130,7 @@ fn check_stable(a: &RecordedStep, b: &RecordedStep) -> Result<(), TraceError> {
 /// One-line summary: ops, blocks, boundaries.
 pub fn summary(trace: &Trace) -> String {
     format!(
-        "{} {}{}: {} ops, {} blocks ({} fused, {} merged neighbour pairs), {} cut points ({} live)",
+        "{} {}{}: {} ops, {} blocks ({} fused, {} merged neighbour pairs), {} cut points ({} live){}",
         trace.model,
         trace.regime,
         trace.max_blocks.map_or(String::new(), |n| format!(" (beam width {n})")),
@@ -114,6 +139,10 @@ pub fn summary(trace: &Trace) -> String {
         trace.partition.fused_blocks().count(),
         trace.partition.merged_boundaries().len(),
         trace.boundaries.len(),
-        trace.live_cut_points().len()
+        trace.live_cut_points().len(),
+        trace.recordable_step.as_ref().map_or(String::new(), |s| format!(
+            "; {} ops with the training state held in place (captured execution)",
+            s.ops_per_step
+        ))
     )
 }

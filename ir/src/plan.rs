@@ -14,8 +14,9 @@ use std::collections::BTreeSet;
 /// The version this crate writes. Version 2 added [`Settings`] (a version-1 file reads as a
 /// plan with Burn's own settings); version 3 added [`Settings::store`] (a version-2 file reads
 /// as a plan whose store is the default for its cuts); version 4 added [`Settings::execution`]
-/// (a file of an older version reads as eager execution).
-pub const FORMAT_VERSION: u32 = 4;
+/// (a file of an older version reads as eager execution); version 5 added
+/// [`Contract::recordable_step`] (a file of an older version has none).
+pub const FORMAT_VERSION: u32 = 5;
 /// The oldest version this crate reads.
 pub const OLDEST_READABLE: u32 = 1;
 
@@ -72,6 +73,32 @@ pub struct Contract {
     pub device: DeviceInfo,
     /// The Burn version the patched fuser comes from.
     pub burn_version: String,
+    /// Captured training (version 5 on): the op stream of one eager step in the form a
+    /// captured entry warms up with and records (parameters and optimizer state written in
+    /// place), which is not the traced step's. The op-stream check confirms a captured training
+    /// entry from it; absent (older files), such an entry runs unconfirmed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recordable_step: Option<StepStream>,
+}
+
+/// One steady-state step's op stream, as the op-stream check recognises it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepStream {
+    /// Stable fingerprint of the step's op stream (as [`Contract::op_stream`]).
+    pub op_stream: String,
+    /// Operations in the step.
+    pub ops_per_step: u64,
+}
+
+impl Contract {
+    /// The step the op-stream check must see for a plan with `settings` under this contract:
+    /// the recordable step for captured training when the contract has one, else the traced step.
+    pub fn watched_step(&self, settings: &Settings) -> StepStream {
+        match &self.recordable_step {
+            Some(step) if settings.is_captured() && self.regime == Regime::Training => step.clone(),
+            _ => StepStream { op_stream: self.op_stream.clone(), ops_per_step: self.ops_per_step },
+        }
+    }
 }
 
 /// A plan file.
@@ -376,6 +403,12 @@ pub enum PlanError {
     StoreBeforeVersion3,
     #[error("plan file versions 1 to 3 cannot hold an execution setting (it came with version 4)")]
     ExecutionBeforeVersion4,
+    #[error("plan file versions 1 to 4 cannot hold a recordable step (it came with version 5)")]
+    RecordableStepBeforeVersion5,
+    #[error("a recordable step is part of a captured training plan only; this plan is {0}")]
+    RecordableStepNotCaptured(String),
+    #[error("the recordable step has no operations")]
+    EmptyRecordableStep,
     #[error("a plan with cuts caches its plans by position; store = shared is not possible with cuts")]
     SharedStoreWithCuts,
     #[error("plan lists a cut more than once: {0}")]
@@ -411,6 +444,9 @@ impl PlanFile {
     /// The oldest version that can hold this plan: 1 without settings (so older Blaze builds
     /// still read it), 2 with them. [`Self::to_ron`] writes at least this.
     pub fn required_version(&self) -> u32 {
+        if self.contract.recordable_step.is_some() {
+            return 5;
+        }
         match &self.settings {
             s if s.execution.is_some() => 4,
             s if s.store.is_some() => 3,
@@ -448,7 +484,8 @@ impl PlanFile {
             });
         }
         // Version 1 has no settings (it reads as Burn's), 2 no store (the default for its cuts),
-        // 3 no execution (eager); otherwise they are version 4 less a field or two, so all parse
+        // 3 no execution (eager), 4 no recordable step; otherwise they are version 5 less a field
+        // or two, so all parse
         // into the same struct. A file is kept at its version in memory: written back, it stays
         // readable by the Blaze that wrote it.
         let plan: PlanFile = ron::from_str(text).map_err(|e| PlanError::Malformed(e.to_string()))?;
@@ -467,6 +504,9 @@ impl PlanFile {
         }
         if self.format_version < 4 && self.settings.execution.is_some() {
             return Err(PlanError::ExecutionBeforeVersion4);
+        }
+        if self.format_version < 5 && self.contract.recordable_step.is_some() {
+            return Err(PlanError::RecordableStepBeforeVersion5);
         }
         Ok(())
     }
@@ -492,7 +532,22 @@ impl PlanFile {
         if !self.cuts.is_empty() && self.settings.store == Some(PlanStore::Shared) {
             return Err(PlanError::SharedStoreWithCuts);
         }
+        self.validate_recordable_step()?;
         self.settings.validate()
+    }
+
+    /// A recordable step belongs to a captured training plan, and has operations.
+    fn validate_recordable_step(&self) -> Result<(), PlanError> {
+        let Some(step) = &self.contract.recordable_step else { return Ok(()) };
+        if !self.settings.is_captured() || self.contract.regime != Regime::Training {
+            let what =
+                format!("{} {}", self.settings.execution.unwrap_or(Execution::Eager).word(), self.contract.regime);
+            return Err(PlanError::RecordableStepNotCaptured(what));
+        }
+        if step.ops_per_step == 0 {
+            return Err(PlanError::EmptyRecordableStep);
+        }
+        Ok(())
     }
 
     /// Checks the plan's contract against the run's.

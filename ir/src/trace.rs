@@ -57,6 +57,10 @@ pub struct Trace {
     /// plan made from it carries the same width.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_blocks: Option<u32>,
+    /// Training traces of a model that can be recorded: the step in the form captured execution
+    /// runs it (state written in place), which plans made captured carry in their contract.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recordable_step: Option<crate::plan::StepStream>,
 }
 
 /// Node weight of the trace graph.
@@ -106,6 +110,7 @@ impl Trace {
             ops_per_step: self.ops.len() as u64,
             device: self.device.clone(),
             burn_version: self.burn_version.clone(),
+            recordable_step: None,
         }
     }
 
@@ -115,6 +120,16 @@ impl Trace {
         plan.cuts = cuts;
         // Cuts refine the partition this trace was made under: the plan carries its width.
         plan.with_settings(crate::plan::Settings::beam_width(self.max_blocks))
+    }
+
+    /// A plan for this trace's contract with `cuts` and `settings`; a captured training plan
+    /// carries the trace's recordable step, which its op-stream check confirms it from.
+    pub fn plan_with(&self, cuts: Vec<BoundaryId>, settings: crate::plan::Settings) -> crate::plan::PlanFile {
+        let mut plan = self.plan(cuts);
+        if settings.is_captured() && self.regime == Regime::Training {
+            plan.contract.recordable_step = self.recordable_step.clone();
+        }
+        plan.with_settings(settings)
     }
 
     /// Live cut points.
@@ -310,6 +325,7 @@ mod tests {
             ],
             explored: vec![0, 1],
             max_blocks: None,
+            recordable_step: None,
         }
     }
 

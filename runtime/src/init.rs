@@ -120,7 +120,8 @@ fn start_watch(entries: Vec<PlanFile>) -> BundleHandle {
     }
     let expected = entries
         .iter()
-        .map(|p| Expected { fingerprint: p.contract.op_stream.clone(), ops_per_step: p.contract.ops_per_step as usize })
+        .map(|p| p.contract.watched_step(&p.settings))
+        .map(|s| Expected { fingerprint: s.op_stream, ops_per_step: s.ops_per_step as usize })
         .collect();
     let plans: Vec<(Vec<blaze_ir::BoundaryId>, Settings, String)> =
         entries.iter().map(|p| (p.cuts.clone(), p.settings, EntryKey::of(&p.contract).to_string())).collect();

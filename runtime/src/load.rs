@@ -53,15 +53,13 @@ impl PlanHandle {
     /// Checks the op stream the program actually ran (fingerprint of a steady-state step)
     /// against the plan's contract. On a mismatch the plan is withdrawn (Burn's own plan from
     /// the next sync) with one warning, and the reason is returned.
+    /// (A captured training plan's step is the one it records: [`Contract::watched_step`].)
     pub fn confirm_op_stream(&self, observed: &str) -> Result<(), PlanError> {
-        if observed == self.plan.contract.op_stream {
+        let planned = self.plan.contract.watched_step(&self.plan.settings).op_stream;
+        if observed == planned {
             return Ok(());
         }
-        let err = PlanError::Mismatch {
-            field: "op stream",
-            planned: self.plan.contract.op_stream.clone(),
-            actual: observed.to_string(),
-        };
+        let err = PlanError::Mismatch { field: "op stream", planned, actual: observed.to_string() };
         burn_fusion::cut::install(None, blaze_ir::store_key::BURN);
         warn(&err);
         Err(err)
@@ -103,7 +101,8 @@ pub fn load_plan_text(text: &str, actual: &Contract) -> LoadOutcome {
     for note in &notes {
         eprintln!("{note}");
     }
-    let watch = OpStreamWatch::start(&plan.contract.op_stream, plan.contract.ops_per_step);
+    let watched = plan.contract.watched_step(&plan.settings);
+    let watch = OpStreamWatch::start(&watched.op_stream, watched.ops_per_step);
     LoadOutcome::Applied(PlanHandle { plan, policy, notes, watch, load_time: start.elapsed() })
 }
 

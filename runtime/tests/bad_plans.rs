@@ -19,6 +19,7 @@ fn contract() -> Contract {
         ops_per_step: 100,
         device: DeviceInfo { adapter: "llvmpipe".into(), backend: "vulkan".into(), compiler: "wgsl".into() },
         burn_version: "0.22.1".into(),
+        recordable_step: None,
     }
 }
 

@@ -14,6 +14,7 @@ fn contract(regime: Regime, adapter: &str) -> Contract {
         ops_per_step: 100,
         device: DeviceInfo { adapter: adapter.into(), backend: "vulkan".into(), compiler: "wgsl".into() },
         burn_version: "0.22.1".into(),
+        recordable_step: None,
     }
 }
 

@@ -57,12 +57,10 @@ pub fn run(_resolve: &Resolver, args: PlanArgs) -> anyhow::Result<()> {
     };
     // The trace's width (a trace made with --max-blocks) unless the command gives one.
     let execution = captured.then_some(blaze_ir::plan::Execution::Captured);
-    let plan = trace.plan(cuts).with_settings(blaze_ir::plan::Settings {
-        max_blocks: max_blocks.or(trace.max_blocks),
-        max_tasks,
-        store,
-        execution,
-    });
+    let plan = trace.plan_with(
+        cuts,
+        blaze_ir::plan::Settings { max_blocks: max_blocks.or(trace.max_blocks), max_tasks, store, execution },
+    );
     plan.validate()?;
     blaze_compiler::files::write_atomic(&output, &plan.to_ron())?;
     let settings =

@@ -351,7 +351,7 @@ impl Tune<'_> {
         let stock = burn.map(|b| off_ms.map_or(b, |o| b.min(o)));
         let spread = timed.iter().find(|t| t.id == selected).map_or(f64::NAN, |t| t.summary.spread());
         let cands = &space.cands;
-        let mut plan = traced_trace.plan(cands[selected].cuts.clone()).with_settings(cands[selected].settings);
+        let mut plan = traced_trace.plan_with(cands[selected].cuts.clone(), cands[selected].settings);
         plan.measurements = Some(Measurements {
             protocol: measure::PROTOCOL.into(),
             results_file: opts.results_file.clone(),

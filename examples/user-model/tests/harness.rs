@@ -222,7 +222,8 @@ fn a_users_captured_training_step_passes_the_gate() {
     assert!(verdict.contains("Verified"), "{verdict}");
     let out = user_model(&["run", "tiny-mlp-lm", "--plan", plan.to_str().unwrap(), "--steps", "12"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("plan: applied") && stdout.contains("execution: captured"), "{stdout}");
+    // Confirmed from the step with its Adam held in place, which the trace recorded.
+    assert!(stdout.lines().any(|l| l == "plan: applied") && stdout.contains("execution: captured"), "{stdout}");
 
     // The user's own fine-tuning loop (`blaze_burn::CapturedTraining`) records when the bundle's
     // training entry is captured, and trains as the eager loop trains.

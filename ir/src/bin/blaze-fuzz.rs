@@ -240,6 +240,7 @@ fn write_seeds(root: &Path) {
         ops_per_step: 10,
         device: device.clone(),
         burn_version: "0.22.1".into(),
+        recordable_step: None,
     };
     let mut plan = PlanFile::burn_default(contract, vec![BoundaryId(2), BoundaryId(5)]);
     plan.cuts = vec![BoundaryId(5)];
@@ -266,6 +267,7 @@ fn write_seeds(root: &Path) {
         boundaries: vec![TracedBoundary { id: BoundaryId(2), live: true }],
         explored: vec![0, 1, 2],
         max_blocks: None,
+        recordable_step: None,
     };
     let c = root.join("corpus");
     for (dir, name, text) in [

@@ -9,6 +9,7 @@ pub(crate) fn contract() -> Contract {
         ops_per_step: 100,
         device: DeviceInfo { adapter: "llvmpipe".into(), backend: "vulkan".into(), compiler: "wgsl".into() },
         burn_version: "0.22.1".into(),
+        recordable_step: None,
     }
 }
 
@@ -36,7 +37,7 @@ fn empty_and_truncated_files_are_refused() {
 fn newer_version_is_refused_with_its_number() {
     let text = plan().to_ron().replace("format_version: 1", "format_version: 9");
     let err = PlanFile::parse(&text).unwrap_err();
-    assert_eq!(err, PlanError::UnknownVersion { found: 9, oldest: 1, newest: 4 });
+    assert_eq!(err, PlanError::UnknownVersion { found: 9, oldest: 1, newest: FORMAT_VERSION });
     assert!(err.to_string().contains("format version 9"));
 }
 
@@ -216,6 +217,52 @@ fn captured_plans_of_either_regime_validate_with_or_without_cuts() {
     assert_eq!(p.validate(), Ok(()), "a training step is recorded with its state held in place");
     p.contract.regime = Regime::Forward;
     assert_eq!(p.validate(), Ok(()));
+}
+
+fn recordable() -> StepStream {
+    StepStream { op_stream: "0abc".into(), ops_per_step: 120 }
+}
+
+#[test]
+fn a_recordable_step_makes_a_version_5_plan_that_watches_it_and_older_files_have_none() {
+    let mut captured = plan();
+    captured.contract.recordable_step = Some(recordable());
+    let captured = captured.with_settings(Settings::beam_width(Some(3)).captured());
+    let text = captured.to_ron();
+    assert!(text.contains("format_version: 5") && text.contains("op_stream: \"0abc\""), "{text}");
+    let read = PlanFile::parse(&text).unwrap();
+    assert_eq!(read, captured);
+    assert_eq!(read.contract.watched_step(&read.settings), recordable());
+    // The same plan run eagerly, or a version-4 file (none recorded), watches the traced step.
+    let traced = StepStream { op_stream: "00ff".into(), ops_per_step: 100 };
+    assert_eq!(read.contract.watched_step(&read.settings.eager()), traced);
+    let v4 = plan().with_settings(Settings::beam_width(Some(3)).captured());
+    assert!(v4.to_ron().contains("format_version: 4"));
+    assert_eq!(v4.contract.watched_step(&v4.settings), traced);
+    assert_eq!(
+        PlanFile::parse(&text.replace("format_version: 5", "format_version: 4")),
+        Err(PlanError::RecordableStepBeforeVersion5)
+    );
+}
+
+#[test]
+fn a_recordable_step_outside_captured_training_or_without_operations_is_refused() {
+    let with_step = |settings: Settings, regime: Regime, ops: u64| {
+        let mut p = plan().with_settings(settings);
+        p.contract.regime = regime;
+        p.contract.recordable_step = Some(StepStream { ops_per_step: ops, ..recordable() });
+        PlanFile::parse(&p.to_ron())
+    };
+    let captured = Settings::default().captured();
+    assert!(with_step(captured, Regime::Training, 120).is_ok());
+    let eager = with_step(Settings::default(), Regime::Training, 120).unwrap_err();
+    assert_eq!(
+        eager.to_string(),
+        "a recordable step is part of a captured training plan only; this plan is eager training"
+    );
+    let forward = with_step(captured, Regime::Forward, 120).unwrap_err();
+    assert_eq!(forward, PlanError::RecordableStepNotCaptured("captured forward".into()));
+    assert_eq!(with_step(captured, Regime::Training, 0), Err(PlanError::EmptyRecordableStep));
 }
 
 #[test]

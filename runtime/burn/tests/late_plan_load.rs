@@ -18,6 +18,7 @@ fn contract() -> Contract {
         ops_per_step: 1,
         device: blaze_burn::device_info(),
         burn_version: blaze_runtime::BURN_VERSION.into(),
+        recordable_step: None,
     }
 }
 
