@@ -81,8 +81,10 @@ pub fn trace(factory: &dyn ModelFactory, opts: &TraceOptions) -> Result<Trace, T
 }
 
 /// The op stream of a training step in the form captured execution runs it (its state held in
-/// place: `RecordableStep::hold_state_in_place`), traced as the step is, on a fresh instance;
-/// None when the model cannot be recorded.
+/// place: `RecordableStep::hold_state_in_place`), traced as the step is, on a fresh instance.
+/// None when the model cannot be recorded, or when that step is not the same in two consecutive
+/// steps: a captured plan made from the trace then runs unconfirmed (its gate verifies it), and
+/// the eager trace, which plans of every other kind need, is not lost to it.
 fn recordable_step(factory: &dyn ModelFactory, warmup: u32) -> Result<Option<StepStream>, TraceError> {
     let mut model = factory.build(Regime::Training).map_err(TraceError::Build)?;
     if blaze_runtime::captured::hold_state_in_place(model.as_mut()).is_err() {
@@ -91,10 +93,9 @@ fn recordable_step(factory: &dyn ModelFactory, warmup: u32) -> Result<Option<Ste
     warm_up(model.as_mut(), warmup);
     let (step, _) = record_step(model.as_mut(), false);
     let (again, _) = record_step(model.as_mut(), false);
-    check_stable(&step, &again).map_err(|e| match e {
-        TraceError::Unstable(why) => TraceError::Unstable(format!("{why}, with the training state held in place")),
-        e => e,
-    })?;
+    if step.ops.is_empty() || check_stable(&step, &again).is_err() {
+        return Ok(None);
+    }
     let ops = step.traced_ops();
     Ok(Some(StepStream { op_stream: blaze_ir::trace::op_stream_fingerprint(&ops), ops_per_step: ops.len() as u64 }))
 }
@@ -140,9 +141,15 @@ pub fn summary(trace: &Trace) -> String {
         trace.partition.merged_boundaries().len(),
         trace.boundaries.len(),
         trace.live_cut_points().len(),
-        trace.recordable_step.as_ref().map_or(String::new(), |s| format!(
-            "; {} ops with the training state held in place (captured execution)",
-            s.ops_per_step
-        ))
+        match (&trace.recordable_step, trace.regime) {
+            (Some(s), _) =>
+                format!("; {} ops with the training state held in place (captured execution)", s.ops_per_step),
+            (None, Regime::Training) =>
+                "; no step with the training state held in place (the model cannot be recorded, \
+                                         or that step changed between two steps): a captured plan made from this trace \
+                                         runs unconfirmed"
+                    .into(),
+            (None, Regime::Forward) => String::new(),
+        }
     )
 }

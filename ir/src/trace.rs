@@ -330,6 +330,30 @@ mod tests {
     }
 
     #[test]
+    fn only_a_captured_training_plan_carries_the_recordable_step() {
+        use crate::plan::{Settings, StepStream};
+        let mut t = tiny();
+        t.regime = Regime::Training;
+        let step = StepStream { op_stream: "0abc".into(), ops_per_step: 4 };
+        t.recordable_step = Some(step.clone());
+        let captured = t.plan_with(vec![], Settings::default().captured());
+        assert_eq!(captured.contract.recordable_step, Some(step.clone()));
+        assert_eq!(captured.format_version, 5);
+        assert_eq!(crate::PlanFile::parse(&captured.to_ron()), Ok(captured));
+        let eager = t.plan_with(vec![], Settings::beam_width(Some(3)));
+        assert_eq!((eager.contract.recordable_step, eager.format_version), (None, 2));
+        t.regime = Regime::Forward;
+        let forward = t.plan_with(vec![], Settings::default().captured());
+        assert_eq!((forward.contract.recordable_step, forward.format_version), (None, 4));
+        // A trace written before traces held it reads as one without.
+        let mut old = tiny();
+        old.recordable_step = None;
+        assert!(!old.to_ron().contains("recordable_step"));
+        t.recordable_step = Some(step);
+        assert_eq!(Trace::from_ron(&t.to_ron()).map(|r| r.recordable_step.is_some()), Ok(true));
+    }
+
+    #[test]
     fn verifier_names_what_a_damaged_trace_breaks() {
         assert_eq!(tiny().verify(), Ok(()));
         let broken = |f: fn(&mut Trace)| {
