@@ -5,7 +5,9 @@ use blaze_ir::{
     plan::{Regime, StepStream},
     trace::{TRACE_FORMAT_VERSION, TracedBoundary},
 };
-use blaze_runtime::{ModelFactory, RecordedStep, activate_burn_default, activate_explore_probe_with, activate_with};
+use blaze_runtime::{
+    Model, ModelFactory, RecordedStep, activate_burn_default, activate_explore_probe_with, activate_with,
+};
 use std::collections::BTreeSet;
 
 /// Options of a trace.
@@ -44,13 +46,7 @@ pub fn trace(factory: &dyn ModelFactory, opts: &TraceOptions) -> Result<Trace, T
         None => drop(activate_burn_default()),
         Some(width) => drop(activate_with(&[], &blaze_ir::plan::Settings::beam_width(Some(width)))),
     }
-    warm_up(model.as_mut(), opts.warmup);
-    let (step, _) = record_step(model.as_mut(), false);
-    let (again, _) = record_step(model.as_mut(), false);
-    if step.ops.is_empty() {
-        return Err(TraceError::Empty);
-    }
-    check_stable(&step, &again)?;
+    let step = steady_step(model.as_mut(), opts.warmup)?;
     // Installed between steps: it takes effect at the next sync, and model initialisation is
     // long past, so only step operations are counted.
     let probe = activate_explore_probe_with(opts.max_blocks);
@@ -90,14 +86,21 @@ fn recordable_step(factory: &dyn ModelFactory, warmup: u32) -> Result<Option<Ste
     if blaze_runtime::captured::hold_state_in_place(model.as_mut()).is_err() {
         return Ok(None);
     }
-    warm_up(model.as_mut(), warmup);
-    let (step, _) = record_step(model.as_mut(), false);
-    let (again, _) = record_step(model.as_mut(), false);
-    if step.ops.is_empty() || check_stable(&step, &again).is_err() {
-        return Ok(None);
-    }
+    let Ok(step) = steady_step(model.as_mut(), warmup) else { return Ok(None) };
     let ops = step.traced_ops();
     Ok(Some(StepStream { op_stream: blaze_ir::trace::op_stream_fingerprint(&ops), ops_per_step: ops.len() as u64 }))
+}
+
+/// One step after `warmup` steps, checked to register the same operations as the next one.
+fn steady_step(model: &mut dyn Model, warmup: u32) -> Result<RecordedStep, TraceError> {
+    warm_up(model, warmup);
+    let (step, _) = record_step(model, false);
+    let (again, _) = record_step(model, false);
+    if step.ops.is_empty() {
+        return Err(TraceError::Empty);
+    }
+    check_stable(&step, &again)?;
+    Ok(step)
 }
 
 /// Cut points: every gap before operation n that some fused block spans (has operations on

@@ -95,7 +95,7 @@ impl Contract {
     /// the recordable step for captured training when the contract has one, else the traced step.
     pub fn watched_step(&self, settings: &Settings) -> StepStream {
         match &self.recordable_step {
-            Some(step) if settings.is_captured() && self.regime == Regime::Training => step.clone(),
+            Some(step) if settings.records_held_state(self.regime) => step.clone(),
             _ => StepStream { op_stream: self.op_stream.clone(), ops_per_step: self.ops_per_step },
         }
     }
@@ -202,6 +202,12 @@ impl Settings {
     /// Whether steps are replayed from a recording.
     pub fn is_captured(&self) -> bool {
         self.execution == Some(Execution::Captured)
+    }
+
+    /// Whether a plan of `regime` with these settings records a step whose state is held in
+    /// place (captured training), so its contract may carry [`Contract::recordable_step`].
+    pub fn records_held_state(&self, regime: Regime) -> bool {
+        self.is_captured() && regime == Regime::Training
     }
 
     /// These settings with eager execution: the fusion the plan installs, whatever runs it.
@@ -539,7 +545,7 @@ impl PlanFile {
     /// A recordable step belongs to a captured training plan, and has operations.
     fn validate_recordable_step(&self) -> Result<(), PlanError> {
         let Some(step) = &self.contract.recordable_step else { return Ok(()) };
-        if !self.settings.is_captured() || self.contract.regime != Regime::Training {
+        if !self.settings.records_held_state(self.contract.regime) {
             let what =
                 format!("{} {}", self.settings.execution.unwrap_or(Execution::Eager).word(), self.contract.regime);
             return Err(PlanError::RecordableStepNotCaptured(what));

@@ -114,21 +114,21 @@ impl Trace {
         }
     }
 
-    /// A plan for this trace's contract with the given cuts.
+    /// A plan for this trace's contract with the given cuts. Cuts refine the partition this
+    /// trace was made under: the plan carries its width.
     pub fn plan(&self, cuts: Vec<BoundaryId>) -> crate::plan::PlanFile {
-        let mut plan = crate::plan::PlanFile::burn_default(self.contract(), self.cut_points());
-        plan.cuts = cuts;
-        // Cuts refine the partition this trace was made under: the plan carries its width.
-        plan.with_settings(crate::plan::Settings::beam_width(self.max_blocks))
+        self.plan_with(cuts, crate::plan::Settings::beam_width(self.max_blocks))
     }
 
     /// A plan for this trace's contract with `cuts` and `settings`; a captured training plan
     /// carries the trace's recordable step, which its op-stream check confirms it from.
     pub fn plan_with(&self, cuts: Vec<BoundaryId>, settings: crate::plan::Settings) -> crate::plan::PlanFile {
-        let mut plan = self.plan(cuts);
-        if settings.is_captured() && self.regime == Regime::Training {
-            plan.contract.recordable_step = self.recordable_step.clone();
+        let mut contract = self.contract();
+        if settings.records_held_state(self.regime) {
+            contract.recordable_step = self.recordable_step.clone();
         }
+        let mut plan = crate::plan::PlanFile::burn_default(contract, self.cut_points());
+        plan.cuts = cuts;
         plan.with_settings(settings)
     }
 
