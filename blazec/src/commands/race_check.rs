@@ -219,7 +219,7 @@ pub fn table(c: &RaceCheck) -> String {
         "\n| slowdown | calibrated ratio [interval] | trials | declared slower | declared faster | equivalent | not separated | median rounds |\n|---|---|---|---|---|---|---|---|"
     );
     for l in &c.levels {
-        let cal = l.calibration.as_ref().map_or("–".into(), |s| format!("{:.4} [{:.4}, {:.4}]", s.ratio, s.lo, s.hi));
+        let cal = l.calibration.as_ref().map_or("–".into(), |s| s.ratio_interval());
         let rounds: Vec<f64> = l.trials.iter().map(|t| t.rounds as f64).collect();
         let median =
             if rounds.is_empty() { "–".to_string() } else { format!("{}", blaze_compiler::stats::median(&rounds)) };

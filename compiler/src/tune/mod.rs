@@ -442,12 +442,7 @@ fn standings_line(what: &str, timed: &[Timed]) -> String {
             let s = t.standing.as_ref()?;
             // A plan with many cuts is named by its id alone (the report lists its cuts).
             let name = if t.cuts.len() <= 40 { t.cuts.clone() } else { format!("c{}", t.id) };
-            // A race stopped before its first look has no interval yet.
-            let interval = match s.hi.is_finite() {
-                true => format!("[{:.4}, {:.4}]", s.lo, s.hi),
-                false => format!("({} pairs, no interval)", s.pairs),
-            };
-            Some(format!("{name} {:.4} {interval}", s.ratio))
+            Some(format!("{name} {}", s.ratio_interval()))
         })
         .collect();
     let burn =

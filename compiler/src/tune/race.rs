@@ -96,6 +96,15 @@ pub struct Standing {
 }
 
 impl Standing {
+    /// `0.9392 [0.8997, 0.9908]`; a race stopped before its first look has no interval yet
+    /// (`0.9392 (3 pairs, no interval)`), rather than `[0.0000, inf]`.
+    pub fn ratio_interval(&self) -> String {
+        match self.lo.is_finite() && self.hi.is_finite() {
+            true => format!("{:.4} [{:.4}, {:.4}]", self.ratio, self.lo, self.hi),
+            false => format!("{:.4} ({} pairs, no interval)", self.ratio, self.pairs),
+        }
+    }
+
     /// Faster by at least the minimum effect and allowed to win.
     pub fn wins(&self, min_effect: f64) -> bool {
         self.can_win && self.verdict == Verdict::Faster && self.ratio <= 1.0 - min_effect
@@ -116,8 +125,10 @@ impl Standing {
         };
         let when = self.decided_at.map_or(String::new(), |r| format!(", decided at round {r}"));
         format!(
-            "{verdict}: ratio {:.4} [{:.4}, {:.4}] at error rate {:.2e}, {} pairs{when}",
-            self.ratio, self.lo, self.hi, self.level, self.pairs
+            "{verdict}: ratio {} at error rate {:.2e}, {} pairs{when}",
+            self.ratio_interval(),
+            self.level,
+            self.pairs
         )
     }
 }

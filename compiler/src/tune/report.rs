@@ -63,7 +63,7 @@ pub fn markdown(r: &TuneResult) -> String {
         "\n| candidate | cuts | median ms | IQR ms | n | ratio to Burn [interval] | outcome |\n|---|---|---|---|---|---|---|"
     );
     for t in &r.timed {
-        let ratio = t.standing.as_ref().map_or("–".into(), |s| format!("{:.4} [{:.4}, {:.4}]", s.ratio, s.lo, s.hi));
+        let ratio = t.standing.as_ref().map_or("–".into(), |s| s.ratio_interval());
         let _ = writeln!(
             md,
             "| c{} | {} | {:.3} | {:.3} | {} | {ratio} | {} |",

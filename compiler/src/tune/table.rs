@@ -43,7 +43,7 @@ fn body(label: &str) -> &str {
 fn ratio_cell(t: &Timed, named: bool) -> String {
     let Some(s) = &t.standing else { return format!("{} (no paired standing)", body(&t.cuts)) };
     let name = if named { format!("{}: ", shorten(body(&t.cuts))) } else { String::new() };
-    format!("{name}{:.4} [{:.4}, {:.4}]", s.ratio, s.lo, s.hi)
+    format!("{name}{}", s.ratio_interval())
 }
 
 fn shorten(cuts: &str) -> String {
@@ -106,14 +106,12 @@ fn processes_cell(r: &TuneResult) -> String {
         .iter()
         .find(|a| a.control)
         .and_then(|a| a.standing.as_ref())
-        .map_or(String::new(), |s| format!("; control {:.4} [{:.4}, {:.4}]", s.ratio, s.lo, s.hi));
+        .map_or(String::new(), |s| format!("; control {}", s.ratio_interval()));
     match best {
         Some((a, s)) => format!(
-            "tasks={}{reference}: {:.4} [{:.4}, {:.4}]{}{control}",
+            "tasks={}{reference}: {}{}{control}",
             a.max_tasks,
-            s.ratio,
-            s.lo,
-            s.hi,
+            s.ratio_interval(),
             if p.kept == Some(a.max_tasks) { ", kept" } else { "" }
         ),
         None => format!("none raced ({})", p.stop),
