@@ -427,6 +427,15 @@ fn look(
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_ratio_is_written_with_its_interval_or_says_it_has_none() {
+        let mut s = Standing { pairs: 3, ratio: 0.93921, ..undecided(1, true) };
+        assert_eq!(s.ratio_interval(), "0.9392 (3 pairs, no interval)");
+        (s.lo, s.hi) = (0.89971, 0.99083);
+        assert_eq!(s.ratio_interval(), "0.9392 [0.8997, 0.9908]");
+        assert!(s.describe().contains("ratio 0.9392 [0.8997, 0.9908] at error rate"), "{}", s.describe());
+    }
+
     /// A fake device: candidate `id` takes `base * ratio[id]` ms, times log-normal noise shared
     /// by the round (drift) and per visit (jitter). Deterministic from its seed.
     pub(crate) struct Fake {
