@@ -81,13 +81,13 @@ pub(crate) fn class_candidates(classes: &[CutClass], budget: usize) -> Vec<Candi
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use blaze_ir::signature::OpSignature;
     use blaze_ir::trace::{TracedBoundary, TracedOp};
 
     /// A step of `layers` identical layers (matmul, add, gelu), every boundary live.
-    fn layered(layers: usize) -> Trace {
+    pub(crate) fn layered(layers: usize) -> Trace {
         let kinds = ["Float/Matmul", "NumericFloat/Add", "Float/Gelu"];
         let ops: Vec<TracedOp> = (0..3 * layers)
             .map(|i| TracedOp {

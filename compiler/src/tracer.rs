@@ -144,15 +144,32 @@ pub fn summary(trace: &Trace) -> String {
         trace.partition.merged_boundaries().len(),
         trace.boundaries.len(),
         trace.live_cut_points().len(),
-        match (&trace.recordable_step, trace.regime) {
-            (Some(s), _) =>
-                format!("; {} ops with the training state held in place (captured execution)", s.ops_per_step),
-            (None, Regime::Training) =>
-                "; no step with the training state held in place (the model cannot be recorded, \
-                                         or that step changed between two steps): a captured plan made from this trace \
-                                         runs unconfirmed"
-                    .into(),
-            (None, Regime::Forward) => String::new(),
-        }
+        held_state_summary(trace)
     )
+}
+
+/// The summary's tail about the step with the training state held in place (training only).
+fn held_state_summary(trace: &Trace) -> String {
+    const NONE: &str = "; no step with the training state held in place (the model cannot be recorded, or that \
+                        step changed between two steps): a captured plan made from this trace runs unconfirmed";
+    match (&trace.recordable_step, trace.regime) {
+        (Some(s), _) => format!("; {} ops with the training state held in place (captured execution)", s.ops_per_step),
+        (None, Regime::Training) => NONE.into(),
+        (None, Regime::Forward) => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_says_whether_a_training_trace_holds_the_step_captured_training_runs() {
+        let mut t = crate::classes::tests::layered(2);
+        assert!(summary(&t).ends_with("6 ops, 6 blocks (0 fused, 0 merged neighbour pairs), 5 cut points (5 live)"));
+        t.regime = Regime::Training;
+        assert!(summary(&t).ends_with("a captured plan made from this trace runs unconfirmed"), "{}", summary(&t));
+        t.recordable_step = Some(StepStream { op_stream: "0abc".into(), ops_per_step: 9 });
+        assert!(summary(&t).ends_with("; 9 ops with the training state held in place (captured execution)"));
+    }
 }
