@@ -499,15 +499,23 @@ fn race_captured(
     let captured_timed = timed_of(&captured, &race);
     progress(&standings_line("raced captured", &captured_timed));
     timed.extend(captured_timed);
+    // Burn's own executions that gate a recording (its eager twin, fusion off, Burn's default
+    // plan) are run once for all the recordings gated here.
+    let mut runs = verify::EagerRuns::default();
     for w in race.winners() {
         if w.id == winner {
             break;
         }
         let steps = opts.gate_steps.unwrap_or(verify::captured_gate_steps(opts.regime));
         progress(&format!("verify c{} (captured gate, {steps} steps)", w.id));
-        let v = verify::verify_captured(factory, opts.regime, &cands[w.id], steps);
+        let before = runs.reused();
+        let v = verify::verify_captured(factory, opts.regime, &cands[w.id], steps, &mut runs);
+        let reused = match runs.reused() - before {
+            0 => String::new(),
+            n => format!(" ({n} eager run(s) taken from an earlier gate)"),
+        };
         // The verdict now: a tune cut off in a later gate still leaves why this one decided.
-        progress(&format!("gate c{}: {v}", w.id));
+        progress(&format!("gate c{}: {v}{reused}", w.id));
         let t = timed.iter_mut().find(|t| t.id == w.id).expect("winners were timed");
         if v.keeps() {
             t.outcome = format!("kept: {}; verified (captured gate)", w.describe());

@@ -8,6 +8,8 @@ use blaze_runtime::{ModelFactory, activate_burn_default};
 use serde::{Deserialize, Serialize};
 
 mod drift;
+mod eager_runs;
+pub use eager_runs::EagerRuns;
 
 /// Tolerance for "equal within f32 rounding" (`blaze_runtime::numerics`): relative to the
 /// largest magnitude; every argmax must still be identical.
@@ -105,7 +107,7 @@ pub fn verify(factory: &dyn ModelFactory, regime: Regime, winner: &Candidate, in
         return VerifyOutcome::NothingToCheck;
     }
     if winner.is_captured() {
-        return verify_captured(factory, regime, winner, captured_gate_steps(regime));
+        return verify_captured(factory, regime, winner, captured_gate_steps(regime), &mut EagerRuns::default());
     }
     let (ours, burn) =
         match (probe(factory, regime, winner, inject_fault), probe(factory, regime, &Candidate::new(0, vec![]), false))
@@ -149,7 +151,14 @@ pub(crate) fn captured_gate_steps(regime: Regime) -> u32 {
 /// step differs beyond the tolerance: a replay that reads stale inputs or state shows there. A
 /// training run beyond the tolerance is kept when one of Burn's own executions (fusion off,
 /// then Burn's default plan or width 1) drifts at least as far over the same steps (`drift`).
-pub fn verify_captured(factory: &dyn ModelFactory, regime: Regime, winner: &Candidate, steps: u32) -> VerifyOutcome {
+/// Eager runs come from `runs`: a tune gating several recordings makes each one once.
+pub fn verify_captured(
+    factory: &dyn ModelFactory,
+    regime: Regime,
+    winner: &Candidate,
+    steps: u32,
+    runs: &mut EagerRuns,
+) -> VerifyOutcome {
     // The captured instance first: when its loss stops being finite at step k (a replay
     // updating stale state does within a few steps), the eager reference runs k steps only.
     let (captured, execution) = match gate_probe(factory, regime, winner, steps) {
@@ -159,8 +168,8 @@ pub fn verify_captured(factory: &dyn ModelFactory, regime: Regime, winner: &Cand
     if execution.as_deref() != Some("captured") {
         return VerifyOutcome::Refused(format!("not captured: {}", execution.unwrap_or_default()));
     }
-    let eager = match gate_probe(factory, regime, &winner.eager(), captured.losses.len() as u32) {
-        Ok((eager, _)) => eager,
+    let eager = match runs.probe(factory, regime, winner, captured.losses.len() as u32) {
+        Ok(eager) => eager,
         Err(e) => return VerifyOutcome::Refused(format!("broken: {e}")),
     };
     let strict = numbers(&captured, &eager);
@@ -170,14 +179,14 @@ pub fn verify_captured(factory: &dyn ModelFactory, regime: Regime, winner: &Cand
         return strict;
     }
     let steps = captured.losses.len() as u32;
-    let Ok((unfused, _)) = gate_probe(factory, regime, &Candidate::fusion_off(0), steps) else { return strict };
+    let Ok(unfused) = runs.probe(factory, regime, &Candidate::fusion_off(0), steps) else { return strict };
     let first = drift::within_drift(&captured, &eager, &unfused, None, strict.clone());
     if first.keeps() {
         return first;
     }
     let (name, other) = drift::alternate_of(winner);
-    match gate_probe(factory, regime, &other, steps) {
-        Ok((alternate, _)) => drift::within_drift(&captured, &eager, &unfused, Some((name, &alternate)), strict),
+    match runs.probe(factory, regime, &other, steps) {
+        Ok(alternate) => drift::within_drift(&captured, &eager, &unfused, Some((name, &alternate)), strict),
         Err(_) => first,
     }
 }
