@@ -6,25 +6,21 @@
 //! processes: H200, 2026-12-04), so the repeat is answered from the first run.
 use super::{Probe, gate_probe};
 use crate::candidate::Candidate;
-use blaze_ir::BoundaryId;
-use blaze_ir::plan::{Regime, Settings};
+use blaze_ir::plan::Regime;
 use blaze_runtime::ModelFactory;
 
-/// What an eager run executed: its fusion (cuts, fusion off, settings without the execution) and
-/// its steps. The candidate's id is not part of it.
+/// What an eager run executed: the candidate's fusion run eagerly, under no id (the same
+/// fusion raced as two candidates is one run), in `regime` for `steps` steps.
 #[derive(Clone, Debug, PartialEq)]
 struct RunKey {
-    cuts: Vec<BoundaryId>,
-    unfused: bool,
-    settings: Settings,
+    fusion: Candidate,
     regime: Regime,
     steps: u32,
 }
 
 impl RunKey {
     fn of(candidate: &Candidate, regime: Regime, steps: u32) -> Self {
-        let fusion = candidate.eager();
-        RunKey { cuts: fusion.cuts, unfused: fusion.unfused, settings: fusion.settings, regime, steps }
+        RunKey { fusion: Candidate { id: 0, ..candidate.eager() }, regime, steps }
     }
 }
 
@@ -75,6 +71,8 @@ impl EagerRuns {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use blaze_ir::BoundaryId;
+    use blaze_ir::plan::Settings;
 
     fn probe(loss: f32) -> Probe {
         Probe {
