@@ -88,6 +88,13 @@ enum Command {
         after_help = "Examples:\n  blazec bundle model.blaze plans/m.training.ron plans/m.forward.ron\n  blazec bundle model.blaze plans/m.training.ron --autotune-cache /tmp/at   # with this device's autotune decisions\n\nEvery plan is validated before the bundle is written; nothing is written when one is not valid."
     )]
     Bundle(crate::commands::bundle::BundleArgs),
+    /// Import the CubeCL autotune decisions shipped for this device (`plans/autotune/`, or the
+    /// bundles you name) into the autotune cache, so a fresh machine skips autotuning the
+    /// kernels they cover; bundles made on other devices are passed over.
+    #[command(
+        after_help = "Examples:\n  blazec seed                          # the checkout's plans/autotune/\n  blazec seed model.blaze              # one bundle's decisions for this device\n  BLAZE_AUTOTUNE_CACHE=/tmp/at blazec seed   # into a pinned cache root\n\nMake such a bundle on a warm machine with `blazec bundle decisions.blaze --autotune-cache ~/.cache/cubecl`."
+    )]
+    Seed(crate::commands::seed::SeedArgs),
     /// Does each entry of a bundle (or a plan file) still fit this machine and this build?
     /// Device and Burn version from its contract; for this device's entries the model is traced
     /// again and its op stream and cut points compared.
@@ -244,6 +251,7 @@ fn dispatch(command: Command, resolve: &Resolver) -> anyhow::Result<()> {
         Command::Probe(args) => crate::commands::probe::run(resolve, args),
         Command::Check(args) => crate::commands::check::run(resolve, args),
         Command::Bundle(args) => crate::commands::bundle::run(resolve, args),
+        Command::Seed(args) => crate::commands::seed::run(&args),
         Command::Table(args) => crate::commands::table::run(resolve, args),
         Command::Stats(args) => crate::commands::stats::run(resolve, args),
         Command::List => crate::commands::list::run(resolve),

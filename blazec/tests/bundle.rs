@@ -196,6 +196,55 @@ fn a_bundle_ships_autotune_decisions_and_a_fresh_cache_imports_them() {
         stderr.contains(&format!("0 decisions imported, {decisions} already present")),
         "the first run left them in its cache: {stderr}"
     );
+    decisions_alone_are_bundled_and_seeded(&dir, &cache("warm"), decisions);
+}
+
+/// `blazec bundle` with no plan ships this machine's decisions alone (what `plans/autotune/`
+/// holds); `blazec seed` imports them into an empty cache root before any run, passes over
+/// bundles of other devices with one note, and refuses a path that is not there.
+fn decisions_alone_are_bundled_and_seeded(dir: &std::path::Path, warm: &str, decisions: usize) {
+    let only = dir.join("decisions").join("only.blaze");
+    std::fs::create_dir_all(only.parent().unwrap()).unwrap();
+    let out = ok(&["bundle", only.to_str().unwrap(), "--autotune-cache", warm]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!(": {decisions} autotune decisions for this device in only.blaze.autotune/")),
+        "{stdout}"
+    );
+    let held = Bundle::read(&only).unwrap();
+    assert!(held.entries.is_empty() && held.autotune.len() == 1, "{held:?}");
+
+    let root = dir.join("seeded-root");
+    let seed = |from: &std::path::Path| {
+        blazec_env(&["seed", from.to_str().unwrap()], &[("BLAZE_AUTOTUNE_CACHE", root.to_str().unwrap())])
+    };
+    let out = seed(only.parent().unwrap());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stderr.contains(&format!("{decisions} decisions imported, 0 already present")),
+        "{stderr}"
+    );
+    let out = seed(&only);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stderr.contains(&format!("0 decisions imported, {decisions} already present")),
+        "{stderr}"
+    );
+
+    // The H100's shipped decisions: another device here.
+    let other = dir.join("other-device");
+    std::fs::create_dir_all(&other).unwrap();
+    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../plans/autotune");
+    let name = "attention-d257.training.h100.blaze";
+    std::fs::copy(shipped.join(name), other.join(name)).unwrap();
+    let out = seed(&other);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stderr.contains("holds no autotune decisions this machine can use"), "{stderr}");
+
+    let out = seed(&dir.join("not-there"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("not-there: no such bundle or directory"), "{stderr}");
 }
 
 /// `blazec bundle`: plan files a user already has go into one bundle, each replacing the entry

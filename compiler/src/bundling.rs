@@ -3,6 +3,7 @@
 //! --bundle` and `blazec tune --bundle` all write through [`add_plans`].
 use anyhow::Context;
 use blaze_ir::bundle::{AutotuneFile, EntryKey};
+use blaze_ir::plan::DeviceInfo;
 use blaze_ir::{Bundle, PlanFile};
 use std::path::Path;
 
@@ -31,12 +32,7 @@ pub fn add_plans(path: &Path, plans: Vec<PlanFile>, autotune_cache: Option<&Path
             "--autotune-cache: the plans name more than one device; add them in one call per device"
         );
     }
-    let mut bundle = if path.exists() {
-        Bundle::read(path)
-            .with_context(|| format!("--bundle {}: not a bundle this blazec can extend", path.display()))?
-    } else {
-        Bundle::new()
-    };
+    let mut bundle = read_or_new(path)?;
     let mut added = Vec::new();
     for plan in plans {
         let key = EntryKey::of(&plan.contract).to_string();
@@ -48,4 +44,23 @@ pub fn add_plans(path: &Path, plans: Vec<PlanFile>, autotune_cache: Option<&Path
         added.push(Added::Autotune(crate::autotune::export_into(path, cache, &device)?));
     }
     Ok(added)
+}
+
+/// Names `device`'s autotune decisions of the cache root `autotune_cache` in the bundle at
+/// `path` (a new bundle when there is no file), with no plan: what `plans/autotune/` ships, so
+/// a fresh machine of that device skips autotuning the kernels they cover.
+pub fn add_decisions(path: &Path, autotune_cache: &Path, device: &DeviceInfo) -> anyhow::Result<AutotuneFile> {
+    let bundle = read_or_new(path)?;
+    crate::files::write_atomic(path, &bundle.to_ron())?;
+    crate::autotune::export_into(path, autotune_cache, device)
+}
+
+/// The bundle at `path`, or a new one when there is no file; a file that is not a readable
+/// bundle is an error (never overwritten).
+fn read_or_new(path: &Path) -> anyhow::Result<Bundle> {
+    if path.exists() {
+        Bundle::read(path).with_context(|| format!("--bundle {}: not a bundle this blazec can extend", path.display()))
+    } else {
+        Ok(Bundle::new())
+    }
 }

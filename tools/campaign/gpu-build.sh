@@ -14,7 +14,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 export CARGO_TARGET_DIR="${GPU_TARGET_DIR:-/var/tmp/blaze-target-vk}"
 pkgs=(-p blazec -p blaze-overhead --features blazec/vulkan,blazec/faults,blaze-overhead/vulkan)
 mkdir -p .gpu .gpu-overhead
-pack() { strip -o "/tmp/$2.stripped" "$CARGO_TARGET_DIR/release/$1"; xz -T2 -6 -c "/tmp/$2.stripped" > "$3/$2.xz"; }
+# Packed beside and renamed into place: a device call carrying .gpu meanwhile takes the old
+# binary or the new one, never half of one.
+pack() { strip -o "/tmp/$2.stripped" "$CARGO_TARGET_DIR/release/$1"; xz -T2 -6 -c "/tmp/$2.stripped" > "$3/.$2.xz.part"; mv "$3/.$2.xz.part" "$3/$2.xz"; }
 
 cargo build --release "${pkgs[@]}"
 # A plan records its shader compiler: a GPU binary without SPIR-V makes plans no shipped one

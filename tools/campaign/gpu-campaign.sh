@@ -58,6 +58,8 @@
 #                              plan load and the automatic op-stream check per plan file (paths in the
 #                              checkout; a plan's name says its model, batch and regime): one
 #                              `blazec run --plan` each, 3 warm-up and 5 timed steps
+#   decisions                  this machine's CubeCL autotune decisions as a bundle with no plan
+#                              ($R/decisions/workloads.<h100|h200>.blaze), for plans/autotune/
 #   torch:<models>:<regime>[:<batch>]
 #                              PyTorch eager and torch.compile on the same model definitions
 #                              (tools/torch-reference/workloads.py; models comma separated or
@@ -65,8 +67,9 @@
 #
 # Caches: every fresh machine starts with an empty CubeCL autotune cache (~/.cache/cubecl) and an
 # empty NVIDIA shader cache (~/.cache/nvidia); cold, one attention training tune spends minutes in
-# autotune. .gpu-cache/cache.txz.* (carried) restores the caches a previous call saved. Whether a
-# stage ran warm is written beside its results (cache-state.txt).
+# autotune. .gpu-cache/cache.txz.* (carried) restores the caches a previous call saved; without
+# them, `blazec seed` imports the decisions plans/autotune/ ships for this device (NO_SEED=1:
+# none). Whether a stage ran warm is written beside its results (cache-state.txt).
 #
 # $DEADLINE (seconds, default 540): no stage starts a process that could run past it.
 set -uo pipefail
@@ -90,6 +93,9 @@ elif ls "$OLDPWD"/.gpu-cache/cache.txz.* > /dev/null 2>&1; then
   echo "restored $(du -sh ~/.cache | cut -f1) of caches at start" > $R/cache-state.txt
 else
   echo "cold: no carried caches" > $R/cache-state.txt
+  # The autotune decisions shipped for this device (plans/autotune/), unless NO_SEED=1: a
+  # fresh machine then skips autotuning the kernels they cover.
+  [ "${NO_SEED:-0}" = 1 ] || /tmp/blazec seed "$REPO/plans/autotune" >> $R/cache-state.txt 2>&1
 fi
 pack() {
   tar czf $OUT/results.tgz -C $R .
@@ -315,6 +321,11 @@ for stage in ${STAGES:-}; do
         name=loadcheck-$base; timed 120 /tmp/blazec run $model --regime $regime $args --warmup 3 --steps 5 --plan $REPO/$plan \
           > $R/loadcheck/$base.txt 2>&1
       done ;;
+    decisions)
+      # This machine's autotune decisions, no plan: what plans/autotune/ ships for a device.
+      dev=h100; nvidia-smi -L | grep -q H200 && dev=h200
+      mkdir -p $R/decisions; rm -rf $R/decisions/workloads.$dev.blaze*
+      /tmp/blazec bundle $R/decisions/workloads.$dev.blaze --autotune-cache ~/.cache/cubecl > $R/decisions/bundle.txt 2>&1 ;;
     torch)
       models=$a; [ "$a" = all ] && models=""
       name=torch-$b${c:+-b$c}; timed ${TORCH_TIMEOUT:-500} env PYTHONUNBUFFERED=1 python3 $REPO/tools/torch-reference/workloads.py \

@@ -85,7 +85,7 @@ pub fn demo(resolve: &Resolver, args: &DemoArgs) -> anyhow::Result<()> {
 
 /// `plans/autotune/` of the checkout: the working directory's (`./blaze` runs from the
 /// checkout), else the one this binary was built from.
-fn shipped_autotune_dir() -> PathBuf {
+pub(crate) fn shipped_autotune_dir() -> PathBuf {
     let here = Path::new("plans/autotune");
     match here.is_dir() {
         true => here.to_path_buf(),

@@ -12,6 +12,7 @@ pub mod probe;
 pub mod profile;
 pub mod race_check;
 pub mod run;
+pub mod seed;
 pub mod serve;
 pub mod space;
 pub mod stats;

@@ -34,7 +34,7 @@ pub fn device_info() -> DeviceInfo {
             power_preference: wgpu::PowerPreference::HighPerformance,
             ..Default::default()
         }));
-        match adapter {
+        let info = match adapter {
             Ok(a) => {
                 let info = a.get_info();
                 DeviceInfo {
@@ -46,9 +46,53 @@ pub fn device_info() -> DeviceInfo {
             Err(e) => {
                 DeviceInfo { adapter: format!("unavailable: {e}"), backend: "none".into(), compiler: COMPILER.into() }
             }
+        };
+        if let Some(warning) = backend_warning(&info) {
+            eprintln!("{warning}");
         }
+        info
     })
     .clone()
+}
+
+/// The one warning for a device wgpu reaches through OpenGL: on a machine with no Vulkan
+/// driver wgpu falls back to GL (Mesa's llvmpipe on a machine without a GPU), where no plan
+/// made on Vulkan or Metal applies, and where a fused matmul's first autotune was seen to wait
+/// forever (lavapipe machine without its Vulkan driver, 2026-12-06: wgpu-hal gave up minutes
+/// later with "Could not lock adapter context").
+pub fn backend_warning(device: &DeviceInfo) -> Option<String> {
+    (device.backend == "gl").then(|| {
+        format!(
+            "warning: blaze: wgpu found no Vulkan or Metal adapter and runs on OpenGL ({}): no plan applies there, \
+             and Burn's fused kernels have been seen to hang on it; install a Vulkan driver (without a GPU: \
+             lavapipe, `apt-get install mesa-vulkan-drivers`)",
+            device.adapter
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn on(backend: &str) -> DeviceInfo {
+        DeviceInfo {
+            adapter: "llvmpipe (LLVM 15.0.6, 256 bits)".into(),
+            backend: backend.into(),
+            compiler: COMPILER.into(),
+        }
+    }
+
+    #[test]
+    fn only_an_opengl_adapter_is_warned_about() {
+        let warning = backend_warning(&on("gl")).expect("GL is warned about");
+        assert!(warning.starts_with("warning: blaze: "), "{warning}");
+        assert!(warning.contains("OpenGL (llvmpipe (LLVM 15.0.6, 256 bits))"), "{warning}");
+        assert!(warning.contains("mesa-vulkan-drivers"), "{warning}");
+        for backend in ["vulkan", "metal", "dx12", "none"] {
+            assert_eq!(backend_warning(&on(backend)), None, "{backend}");
+        }
+    }
 }
 
 /// Minimal executor for wgpu's adapter request (no async runtime in this crate).
