@@ -376,14 +376,13 @@ impl Tune<'_> {
             requested,
             collapsed_by_egraph: space.canon.collapsed(),
             collapsed_by_confirm: confirmed.groups.iter().map(|g| g.len() - 1).sum(),
+            // Both races': a captured arm that could not be recorded is a row of the report too.
             broken: opts
                 .broken
                 .iter()
                 .cloned()
-                .chain(race.standings.iter().filter_map(|s| match &s.verdict {
-                    Verdict::Broken(why) => Some((s.id, why.clone())),
-                    _ => None,
-                }))
+                .chain(broken_in(&race))
+                .chain(captured_race.iter().flat_map(broken_in))
                 .collect(),
             fusion_off: None,
             selected,
@@ -450,6 +449,25 @@ fn standings_line(what: &str, timed: &[Timed]) -> String {
     format!("{what}: {}{}", arms.join("; "), burn.unwrap_or_default())
 }
 
+/// The captured race's progress line: its standings, then each arm that broke and why (a
+/// recording the model refused leaves no standing to show).
+fn captured_line(timed: &[Timed], race: &Race) -> String {
+    let mut line = standings_line("raced captured", timed);
+    for (id, why) in broken_in(race) {
+        let sep = if line.ends_with(": ") { "" } else { "; " };
+        line.push_str(&format!("{sep}c{id}: {why}"));
+    }
+    line
+}
+
+/// The arms of `race` that broke (a recording refused, a worker lost), with why.
+fn broken_in(race: &Race) -> impl Iterator<Item = (usize, String)> + '_ {
+    race.standings.iter().filter_map(|s| match &s.verdict {
+        Verdict::Broken(why) => Some((s.id, why.clone())),
+        _ => None,
+    })
+}
+
 type Selection = (usize, String, VerifyOutcome);
 
 /// The captured race, on the first race's model: Burn's plan and the first race's selection
@@ -497,7 +515,7 @@ fn race_captured(
     .map_err(anyhow::Error::msg)?;
     let captured: Vec<&Candidate> = refs.iter().copied().filter(|c| c.is_captured()).collect();
     let captured_timed = timed_of(&captured, &race);
-    progress(&standings_line("raced captured", &captured_timed));
+    progress(&captured_line(&captured_timed, &race));
     timed.extend(captured_timed);
     // Burn's own executions that gate a recording (its eager twin, fusion off, Burn's default
     // plan) are run once for all the recordings gated here.
@@ -662,8 +680,8 @@ fn greedy_candidates(
 
 #[cfg(test)]
 mod tests {
-    use super::race::{Standing, Verdict};
-    use super::{Summary, Timed, standings_line};
+    use super::race::{Race, RaceRules, Standing, Stop, Verdict};
+    use super::{Summary, Timed, captured_line, standings_line};
 
     fn timed(id: usize, cuts: &str, standing: Option<(f64, f64, f64)>) -> Timed {
         let standing = standing.map(|(ratio, lo, hi)| Standing {
@@ -696,5 +714,40 @@ mod tests {
             "raced: c1: blocks=3 0.9665 [0.9010, 0.9990]; c2 1.0100 [0.9500, 1.0900]; \
              c3: fusion-off 1.4589 (15 pairs, no interval) (Burn's plan 13.100 ms)"
         );
+    }
+
+    /// A recording the model refused (gpt-small's host-seeded dropout, H100, 2026-12-06) left
+    /// the captured race's line empty: "raced captured: ". Each broken arm is named with why.
+    #[test]
+    fn the_captured_line_names_each_arm_that_could_not_be_recorded() {
+        let broken = |id: usize, why: &str| Standing {
+            id,
+            can_win: true,
+            pairs: 0,
+            ratio: f64::NAN,
+            lo: 0.0,
+            hi: f64::INFINITY,
+            level: 1.0,
+            verdict: Verdict::Broken(why.into()),
+            decided_at: None,
+        };
+        let mut race = Race {
+            rules: RaceRules::default(),
+            looks_planned: vec![10],
+            looks_done: vec![10],
+            rounds: Vec::new(),
+            standings: vec![broken(3, "not recorded: dropout"), broken(4, "not recorded: dropout")],
+            stop: Stop::Winner(1),
+            seconds: 1.0,
+        };
+        assert_eq!(captured_line(&[], &race), "raced captured: c3: not recorded: dropout; c4: not recorded: dropout");
+        race.standings.remove(1);
+        let arms = [timed(4, "c4: blocks=3 exec=captured", Some((0.93, 0.92, 0.94)))];
+        assert_eq!(
+            captured_line(&arms, &race),
+            "raced captured: c4: blocks=3 exec=captured 0.9300 [0.9200, 0.9400]; c3: not recorded: dropout"
+        );
+        race.standings.clear();
+        assert_eq!(captured_line(&arms, &race), standings_line("raced captured", &arms));
     }
 }
