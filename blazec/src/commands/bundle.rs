@@ -14,8 +14,8 @@ pub struct BundleArgs {
     #[arg(required_unless_present = "autotune_cache")]
     plans: Vec<PathBuf>,
     /// Also ship the CubeCL autotune decisions of this cache root (a directory a run or
-    /// tune used as BLAZE_AUTOTUNE_CACHE; `~/.cache/cubecl` by default), for the device of the
-    /// plans (all plans must then name one device), or with no plan for this machine's device.
+    /// tune used as BLAZE_AUTOTUNE_CACHE, or CubeCL's own, `~/.cache/cubecl`), for the device
+    /// of the plans (all plans must then name one device), or with no plan for this machine's.
     #[arg(long)]
     autotune_cache: Option<PathBuf>,
 }
