@@ -71,30 +71,6 @@ pub fn backend_warning(device: &DeviceInfo) -> Option<String> {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn on(backend: &str) -> DeviceInfo {
-        DeviceInfo {
-            adapter: "llvmpipe (LLVM 15.0.6, 256 bits)".into(),
-            backend: backend.into(),
-            compiler: COMPILER.into(),
-        }
-    }
-
-    #[test]
-    fn only_an_opengl_adapter_is_warned_about() {
-        let warning = backend_warning(&on("gl")).expect("GL is warned about");
-        assert!(warning.starts_with("warning: blaze: "), "{warning}");
-        assert!(warning.contains("OpenGL (llvmpipe (LLVM 15.0.6, 256 bits))"), "{warning}");
-        assert!(warning.contains("mesa-vulkan-drivers"), "{warning}");
-        for backend in ["vulkan", "metal", "dx12", "none"] {
-            assert_eq!(backend_warning(&on(backend)), None, "{backend}");
-        }
-    }
-}
-
 /// Minimal executor for wgpu's adapter request (no async runtime in this crate).
 fn pollster_block<F: std::future::Future>(fut: F) -> F::Output {
     use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
@@ -133,4 +109,28 @@ pub fn keep_device_for_fault_injection() -> Result<(), String> {
 /// use of it fails as on a lost device). False when none was kept.
 pub fn lose_device() -> bool {
     LOSABLE.get().map(|device| device.destroy()).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn on(backend: &str) -> DeviceInfo {
+        DeviceInfo {
+            adapter: "llvmpipe (LLVM 15.0.6, 256 bits)".into(),
+            backend: backend.into(),
+            compiler: COMPILER.into(),
+        }
+    }
+
+    #[test]
+    fn only_an_opengl_adapter_is_warned_about() {
+        let warning = backend_warning(&on("gl")).expect("GL is warned about");
+        assert!(warning.starts_with("warning: blaze: "), "{warning}");
+        assert!(warning.contains("OpenGL (llvmpipe (LLVM 15.0.6, 256 bits))"), "{warning}");
+        assert!(warning.contains("mesa-vulkan-drivers"), "{warning}");
+        for backend in ["vulkan", "metal", "dx12", "none"] {
+            assert_eq!(backend_warning(&on(backend)), None, "{backend}");
+        }
+    }
 }
