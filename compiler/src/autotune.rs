@@ -6,12 +6,15 @@ use blaze_ir::bundle::AutotuneFile;
 use blaze_ir::plan::DeviceInfo;
 use std::path::{Path, PathBuf};
 
-/// Exports the autotune decisions under `cache_root` for the bundle at `bundle`, made on
-/// `device`; the file goes to `<bundle>.autotune/<device>.cubecl` and is added to (or replaces
-/// this device's file in) the bundle, which must already exist.
-pub(crate) fn export_into(bundle: &Path, cache_root: &Path, device: &DeviceInfo) -> anyhow::Result<AutotuneFile> {
-    let mut held = blaze_ir::Bundle::read(bundle)
-        .with_context(|| format!("--bundle {}: not a bundle this blazec can extend", bundle.display()))?;
+/// Exports the autotune decisions under `cache_root` for the bundle that will be written at
+/// `bundle`, made on `device`; the file goes to `<bundle>.autotune/<device>.cubecl` and is
+/// added to (or replaces this device's file in) `held`, which the caller writes.
+pub(crate) fn export_into(
+    bundle: &Path,
+    held: &mut blaze_ir::Bundle,
+    cache_root: &Path,
+    device: &DeviceInfo,
+) -> anyhow::Result<AutotuneFile> {
     let name = bundle.file_name().context("the bundle path has no file name")?.to_string_lossy().into_owned();
     let rel = format!("{name}.autotune/{}.cubecl", slug(device));
     let dir = bundle.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
@@ -33,7 +36,6 @@ pub(crate) fn export_into(bundle: &Path, cache_root: &Path, device: &DeviceInfo)
         decisions: count(&out)?,
     };
     held.upsert_autotune(file.clone());
-    crate::files::write_atomic(bundle, &held.to_ron())?;
     Ok(file)
 }
 

@@ -39,10 +39,10 @@ pub fn add_plans(path: &Path, plans: Vec<PlanFile>, autotune_cache: Option<&Path
         let replaced = bundle.upsert(plan);
         added.push(Added::Entry { key, replaced });
     }
-    crate::files::write_atomic(path, &bundle.to_ron())?;
     if let Some(cache) = autotune_cache {
-        added.push(Added::Autotune(crate::autotune::export_into(path, cache, &device)?));
+        added.push(Added::Autotune(crate::autotune::export_into(path, &mut bundle, cache, &device)?));
     }
+    crate::files::write_atomic(path, &bundle.to_ron())?;
     Ok(added)
 }
 
@@ -50,9 +50,10 @@ pub fn add_plans(path: &Path, plans: Vec<PlanFile>, autotune_cache: Option<&Path
 /// `path` (a new bundle when there is no file), with no plan: what `plans/autotune/` ships, so
 /// a fresh machine of that device skips autotuning the kernels they cover.
 pub fn add_decisions(path: &Path, autotune_cache: &Path, device: &DeviceInfo) -> anyhow::Result<AutotuneFile> {
-    let bundle = read_or_new(path)?;
+    let mut bundle = read_or_new(path)?;
+    let file = crate::autotune::export_into(path, &mut bundle, autotune_cache, device)?;
     crate::files::write_atomic(path, &bundle.to_ron())?;
-    crate::autotune::export_into(path, autotune_cache, device)
+    Ok(file)
 }
 
 /// The bundle at `path`, or a new one when there is no file; a file that is not a readable
