@@ -2,6 +2,8 @@
 use burn_ir::{OperationIr, TensorIr};
 use serde::{Deserialize, Serialize};
 
+mod kinds;
+
 /// Kind, dtype-bearing variant path and tensor shapes of one operation.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct OpSignature {
@@ -48,7 +50,7 @@ impl OpSignature {
     /// collects once: each of burn-ir's node iterators is a heap allocation.
     pub fn write_line_of_nodes(op: &OperationIr, nodes: &[&TensorIr], line: &mut String) {
         line.clear();
-        with_kind(op, |kind| line.push_str(kind));
+        push_kind(op, line);
         line.push(' ');
         if let Some(first) = nodes.first() {
             with_dtype(first.dtype, |dtype| line.push_str(dtype));
@@ -121,10 +123,24 @@ pub(crate) fn push_decimal(line: &mut String, mut n: usize) {
 
 /// `NumericFloat/Add`: the outer and inner variant names of `op`'s Debug form.
 pub fn kind_of(op: &OperationIr) -> String {
-    // The kind is a function of the two variants alone (the scanner stops after two names),
-    // so each pair is formatted once per thread: formatting cost the op-stream watch about
-    // 3 us an operation on the 2-core CI machine, a lookup costs tens of nanoseconds.
-    with_kind(op, str::to_string)
+    let mut kind = String::new();
+    push_kind(op, &mut kind);
+    kind
+}
+
+/// Appends [`kind_of`]`(op)` to `line`: from the variants (`kinds`), or where the Debug form
+/// reads otherwise, from the Debug form.
+fn push_kind(op: &OperationIr, line: &mut String) {
+    match kinds::names(op) {
+        Some((outer, inner)) => {
+            line.push_str(outer);
+            if let Some(inner) = inner {
+                line.push('/');
+                line.push_str(inner);
+            }
+        }
+        None => with_kind(op, |kind| line.push_str(kind)),
+    }
 }
 
 /// Calls `f` with `dtype`'s Debug form (`F32`), formatted once per thread (a program holds a
@@ -146,7 +162,9 @@ fn with_dtype<D: std::fmt::Debug + PartialEq + Copy + 'static, R>(dtype: D, f: i
     })
 }
 
-/// Calls `f` with [`kind_of`]`(op)` without copying it out of the per-thread cache.
+/// Calls `f` with the kind `op`'s Debug form gives, without copying it out of the per-thread
+/// cache. The kind is a function of the two variants alone (the scanner stops after two
+/// names), so each pair is formatted once per thread.
 fn with_kind<R>(op: &OperationIr, f: impl FnOnce(&str) -> R) -> R {
     thread_local! {
         static KINDS: std::cell::RefCell<std::collections::HashMap<(std::mem::Discriminant<OperationIr>, u64), String>> = Default::default();
@@ -425,51 +443,94 @@ mod tests {
         }
     }
 
-    /// The kind cached per variant pair is the kind formatting that operation gives: for the
-    /// same pair with other payloads, and for other inner variants under the same outer one.
+    /// The kind read from the variants (`kinds`), and the one the per-variant-pair cache holds,
+    /// are the kind formatting the operation gives: for the same pair with other payloads, for
+    /// other inner variants under the same outer one, and under every outer enum.
     #[test]
-    fn cached_kinds_are_the_formatted_kinds() {
+    fn kinds_from_variants_and_cached_kinds_are_the_formatted_kinds() {
         let tensor =
             |id: u64, dims: &str| format!("(id: (value: {id}), shape: (dims: [{dims}]), status: ReadOnly, dtype: F32)");
-        let unary = |name: &str, dims: &str| {
-            format!("Float(F32, {name}((input: {}, out: {})))", tensor(1, dims), tensor(2, dims))
+        let unary = |outer: &str, name: &str, dims: &str| {
+            format!("{outer}{name}((input: {}, out: {})))", tensor(1, dims), tensor(2, dims))
+        };
+        let binary = |name: &str| {
+            format!(
+                "NumericFloat(F32, {name}((lhs: {}, rhs: {}, out: {})))",
+                tensor(1, "5"),
+                tensor(2, "5"),
+                tensor(3, "5")
+            )
         };
         let texts = [
-            unary("Exp", "2, 3"),
-            unary("Exp", "7"),
-            unary("Log", "2, 3"),
-            unary("Tanh", "4, 4, 4"),
-            format!(
-                "NumericFloat(F32, Add((lhs: {}, rhs: {}, out: {})))",
-                tensor(1, "5"),
-                tensor(2, "5"),
-                tensor(3, "5")
-            ),
-            format!(
-                "NumericFloat(F32, Sub((lhs: {}, rhs: {}, out: {})))",
-                tensor(1, "5"),
-                tensor(2, "5"),
-                tensor(3, "5")
-            ),
+            unary("Float(F32, ", "Exp", "2, 3"),
+            unary("Float(F32, ", "Exp", "7"),
+            unary("Float(F32, ", "Log", "2, 3"),
+            unary("Float(F32, ", "Tanh", "4, 4, 4"),
+            unary("Activation(", "Relu", "8"),
+            unary("Bool(", "Not", "3"),
+            unary("BaseInt(", "Reshape", "6"),
+            binary("Add"),
+            binary("Sub"),
             format!("Drop({})", tensor(4, "16")),
             format!("Drop({})", tensor(5, "")),
+            format!("Init((out: {}))", tensor(6, "2, 2")),
         ];
-        for text in &texts {
+        let expected = [
+            "Float/Exp",
+            "Float/Exp",
+            "Float/Log",
+            "Float/Tanh",
+            "Activation/Relu",
+            "Not",
+            "BaseInt/Reshape",
+            "NumericFloat/Add",
+            "NumericFloat/Sub",
+            "Drop",
+            "Drop",
+            "Init",
+        ];
+        for (text, expected) in texts.iter().zip(expected) {
             let op: OperationIr = ron::from_str(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert!(kinds::names(&op).is_some(), "{text}: read from its variants");
+            assert_eq!(kind_of(&op), expected, "{text}");
+            assert_eq!(kind_of_debug(&op), expected, "{text}");
             // Twice: the second answer comes from the cache.
-            assert_eq!(kind_of(&op), kind_of_debug(&op), "{text}");
-            assert_eq!(kind_of(&op), kind_of_debug(&op), "{text}");
+            assert_eq!(with_kind(&op, str::to_string), expected, "{text}");
+            assert_eq!(with_kind(&op, str::to_string), expected, "{text}");
         }
-        let kind = |i: usize| kind_of(&ron::from_str::<OperationIr>(&texts[i]).unwrap());
-        assert_eq!(
-            (kind(0), kind(2), kind(3), kind(4), kind(5)),
-            (
-                "Float/Exp".into(),
-                "Float/Log".into(),
-                "Float/Tanh".into(),
-                "NumericFloat/Add".into(),
-                "NumericFloat/Sub".into()
-            )
-        );
+    }
+
+    /// Every listed variant name is read by the Debug scanner as a name, and as the whole name:
+    /// it starts upper-case, is no dtype (which the scanner skips) and does not end in `Ir`
+    /// (which it drops as a payload struct). The one exception, the outer `Bool`, is skipped by
+    /// `kinds::names` too (the test above reads `Bool(Not ..)` as `Not` both ways).
+    #[test]
+    fn every_listed_variant_is_read_as_a_name_by_the_scanner() {
+        assert!(kinds::VARIANTS.len() > 200, "{} variants", kinds::VARIANTS.len());
+        assert_eq!(kinds::VARIANTS.iter().filter(|&&n| is_dtype(n)).collect::<Vec<_>>(), [&"Bool"]);
+        for name in kinds::VARIANTS.iter().filter(|&&n| n != "Bool") {
+            assert!(name.starts_with(|c: char| c.is_ascii_uppercase()), "{name}");
+            assert!(!is_dtype(name), "{name} would be skipped as a dtype");
+            assert!(!name.ends_with("Ir"), "{name} would be dropped as a payload");
+            assert!(!name.contains(SEPARATORS), "{name}");
+        }
+    }
+
+    /// A dtype whose Debug form is a name with a payload is read from the Debug form, where
+    /// the scanner takes the payload's name as the second part.
+    #[test]
+    fn a_dtype_with_a_payload_is_not_one_name() {
+        #[derive(Clone, Copy, PartialEq)]
+        struct Quantized;
+        impl std::fmt::Debug for Quantized {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "QFloat(QuantScheme {{ level: Tensor }})")
+            }
+        }
+        assert!(!kinds::one_name(&Quantized));
+        let op: OperationIr =
+            ron::from_str("Drop((id: (value: 1), shape: (dims: [2]), status: ReadOnly, dtype: F32))").unwrap();
+        let OperationIr::Drop(tensor) = op else { unreachable!() };
+        assert!(kinds::one_name(&tensor.dtype));
     }
 }

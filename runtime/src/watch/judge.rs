@@ -116,9 +116,29 @@ impl Window {
             }
             self.runs.retain(|r| r.len <= longest);
         }
+        self.trim(longest);
+    }
+
+    /// Drops window starts older than the last `2 * longest + 1` operations.
+    fn trim(&mut self, longest: usize) {
         let first = self.next.saturating_sub(2 * longest as u64 + 1);
         while self.starts.front().is_some_and(|&s| s < first) {
             self.starts.pop_front();
+        }
+    }
+
+    /// How many more operations in this window would only be counted: none is fingerprinted
+    /// (no run is open) and none would end in a judgement (more than two steps' operations
+    /// since the window began, `record`'s `NoSync`; the first window has no such bound).
+    fn countable(&self, longest: usize) -> u64 {
+        if !self.runs.is_empty() {
+            return 0;
+        }
+        match (self.starts.back(), self.windows) {
+            (_, 0) => u64::MAX,
+            (Some(&start), _) => (start + 2 * longest as u64 + 1).saturating_sub(self.next),
+            // Decided already (`NoSync`): every operation repeats the decision.
+            (None, _) => 0,
         }
     }
 
@@ -209,6 +229,28 @@ impl Judge {
         match &self.phase {
             Phase::Judging(w) => Some(w.sync != sync),
             Phase::Settled(_) => None,
+        }
+    }
+
+    /// While judging: how many operations registered at sync count `sync` from now on would
+    /// only be counted (nothing fingerprinted, nothing decided; see `Window::countable`). The
+    /// observer may count that many itself and hand the count over with [`Judge::counted`]
+    /// before it passes on the next operation: the decisions are the same.
+    pub fn countable(&self, sync: u64) -> u64 {
+        match &self.phase {
+            Phase::Judging(w) if w.sync == sync => w.countable(self.longest),
+            _ => 0,
+        }
+    }
+
+    /// `n` operations registered in the current window that were only counted (at most
+    /// [`Judge::countable`]).
+    pub fn counted(&mut self, n: u64) {
+        if let Phase::Judging(w) = &mut self.phase {
+            debug_assert!(n <= w.countable(self.longest), "{n} counted");
+            self.judged += n;
+            w.next += n;
+            w.trim(self.longest);
         }
     }
 

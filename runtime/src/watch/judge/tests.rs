@@ -44,19 +44,54 @@ struct Program {
     judge: Judge,
     sync: u64,
     effects: Vec<Effect>,
+    /// As the observer feeds the judge: operations it would only count are counted here
+    /// (`budget` of them at sync count `budget_sync`) and handed over before the next one it is
+    /// fed (`Judge::countable`, `Judge::counted`). Off: every operation is fed.
+    counting: bool,
+    budget: u64,
+    budget_sync: u64,
+    pending: u64,
+}
+
+thread_local! {
+    /// Whether programs built on this thread count as the observer does (see `Program`).
+    static COUNTING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 impl Program {
     fn watched(expected: Vec<Expected>, mode: Mode) -> Self {
-        Program { judge: Judge::new(expected, mode, 100), sync: 100, effects: Vec::new() }
+        Program {
+            judge: Judge::new(expected, mode, 100),
+            sync: 100,
+            effects: Vec::new(),
+            counting: COUNTING.get(),
+            budget: 0,
+            budget_sync: 0,
+            pending: 0,
+        }
     }
 
     /// Operations registered without a sync.
     fn ops(&mut self, sizes: &[usize]) {
         for &n in sizes {
+            if self.counting && self.budget_sync == self.sync && self.budget > 0 {
+                self.budget -= 1;
+                self.pending += 1;
+                continue;
+            }
+            self.judge.counted(std::mem::take(&mut self.pending));
             let effects = self.judge.op(&op(n), self.sync);
             self.effects.extend(effects);
+            (self.budget, self.budget_sync) = (self.judge.countable(self.sync), self.sync);
         }
+    }
+
+    /// The device synced with no operation to show it (a recording begins): the window before
+    /// is judged.
+    fn boundary(&mut self) -> Vec<Effect> {
+        self.judge.counted(std::mem::take(&mut self.pending));
+        self.budget = 0;
+        self.judge.boundary(self.sync)
     }
 
     /// `n` steps, each starting with a sync (`blaze_burn::step_boundary`).
@@ -102,10 +137,10 @@ fn a_selecting_judge_installs_the_entry_whose_stream_matches_after_the_model_is_
 fn a_window_ending_where_a_recording_begins_is_judged_without_an_operation() {
     let mut p = Program::watched(vec![entry(&TRAINING)], Mode::Confirm);
     p.steps(&TRAINING, 2);
-    assert!(p.judge.boundary(p.sync).is_empty(), "no sync since the window began: nothing ended");
+    assert!(p.boundary().is_empty(), "no sync since the window began: nothing ended");
     assert_eq!(p.judge.outcome(), None);
     p.sync += 1;
-    let effects = p.judge.boundary(p.sync);
+    let effects = p.boundary();
     assert_eq!(p.judge.outcome(), Some(&OpStreamCheck::Confirmed), "{:?}", p.judge.events());
     assert_eq!(effects, [Effect::Stop]);
 
@@ -114,7 +149,8 @@ fn a_window_ending_where_a_recording_begins_is_judged_without_an_operation() {
     let mut p = Program::watched(vec![entry(&EVALUATION), entry(&TRAINING)], Mode::Select);
     p.steps(&TRAINING, 2);
     p.sync += 1;
-    p.effects.extend(p.judge.boundary(p.sync));
+    let effects = p.boundary();
+    p.effects.extend(effects);
     assert_eq!(p.installs(), [Some(1)]);
     p.ops(&TRAINING);
     p.steps(&TRAINING, 3);
@@ -219,6 +255,53 @@ fn only_operations_that_end_a_window_are_clocked_in_full() {
     assert_eq!(p.judge.would_end_window(p.sync + 1), Some(true));
     p.steps(&TRAINING, 3);
     assert_eq!(p.judge.would_end_window(p.sync + 1), None, "settled: nothing to clock");
+}
+
+/// What the observer counts outside the judge: a program's operations before the window that
+/// first shows a step's length, and no more than the judge can count without deciding.
+#[test]
+fn operations_before_the_first_step_sized_window_are_only_counted() {
+    let mut p = Program::watched(vec![entry(&TRAINING)], Mode::Confirm);
+    assert_eq!(p.judge.countable(p.sync), u64::MAX, "the first window (building the model) has no bound");
+    assert_eq!(p.judge.countable(p.sync + 1), 0, "an operation that ends a window is fed");
+    p.ops(&[1, 2, 3, 4]);
+    p.sync += 1;
+    p.ops(&[1]);
+    let budget = p.judge.countable(p.sync);
+    let bound = 2 * TRAINING.len() as u64 + 1;
+    assert!(budget >= TRAINING.len() as u64 && budget < bound, "{budget}: the rest of two steps at most");
+    p.ops(&TRAINING[1..]);
+    p.sync += 1;
+    p.ops(&[1]);
+    assert_eq!(p.judge.countable(p.sync), 0, "the last window had a step's length: its successor is fingerprinted");
+
+    // A program that stops syncing: counting stops short of the operation that tells it to sync.
+    let mut p = Program::watched(vec![entry(&TRAINING)], Mode::Confirm);
+    p.ops(&[1]);
+    p.sync += 1;
+    p.ops(&[1]);
+    let budget = p.judge.countable(p.sync);
+    p.judge.counted(budget);
+    assert!(p.warnings().is_empty());
+    p.ops(&[1]);
+    assert!(p.warnings()[0].contains("without a device sync"), "{:?}", p.warnings());
+}
+
+/// The observer counts what the judge would only count, and hands the count over before the
+/// next operation it feeds: every scenario above decides the same way.
+#[test]
+fn every_scenario_decides_the_same_with_operations_counted_outside_the_judge() {
+    COUNTING.set(true);
+    a_selecting_judge_installs_the_entry_whose_stream_matches_after_the_model_is_built();
+    a_window_ending_where_a_recording_begins_is_judged_without_an_operation();
+    a_confirming_judge_withdraws_a_plan_whose_stream_differs_with_one_warning();
+    a_confirming_judge_confirms_a_matching_stream_and_stops();
+    a_regime_switch_reopens_the_judgement_and_installs_the_other_entry();
+    a_stream_no_entry_has_after_a_switch_leaves_burns_plan_installed();
+    a_judge_started_in_the_middle_of_a_step_matches_from_the_next_whole_step();
+    a_program_without_step_boundaries_is_told_to_sync_and_gets_no_entry();
+    a_confirming_judge_that_never_sees_a_step_sized_window_leaves_the_plan_unconfirmed();
+    only_operations_that_end_a_window_are_clocked_in_full();
 }
 
 /// A made-up training-sized step as the fuser registers it: additions of 3-d tensors, each
