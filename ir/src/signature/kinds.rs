@@ -9,8 +9,10 @@
 //!
 //! The names are the variants' own (`stringify!`), so they are what derived Debug writes; the
 //! matches have no wildcard arm, so a Burn whose enums gain a variant does not build until it is
-//! listed here. Where Debug reads otherwise (a dtype that is not one name, such as
-//! `QFloat(QuantScheme ..)`), [`names`] answers `None` and the caller reads the Debug form.
+//! listed here. The Debug scanner skips dtype names, and `Bool` is one: a bool operation's kind
+//! is its inner name alone (`Bool(Not ..)` is `Not`), here too. Where Debug reads otherwise (a
+//! dtype that is not one name, such as `QFloat(QuantScheme ..)`), [`names`] answers `None` and
+//! the caller reads the Debug form.
 use burn_ir::{
     ActivationOperationIr, BaseOperationIr, BoolOperationIr, DistributedOperationIr, FloatOperationIr, IntOperationIr,
     ModuleOperationIr, NumericOperationIr, OperationIr,
