@@ -58,6 +58,11 @@
 #                              plan load and the automatic op-stream check per plan file (paths in the
 #                              checkout; a plan's name says its model, batch and regime): one
 #                              `blazec run --plan` each, 3 warm-up and 5 timed steps
+#   tracecheck:<model>[,<model>..]:<regime>
+#                              plan load and the op-stream check on this device without a shipped plan:
+#                              per model, blazec trace, a plan of Burn's own partition captured
+#                              (`blazec plan --captured`), then that plan's `blazec run` as loadcheck's
+#                              ($R/tracecheck/<model>.<regime>.{trace.ron,ron,txt})
 #   decisions                  this machine's CubeCL autotune decisions as a bundle with no plan
 #                              ($R/decisions/workloads.<h100|h200>.blaze), for plans/autotune/
 #   torch:<models>:<regime>[:<batch>]
@@ -320,6 +325,14 @@ for stage in ${STAGES:-}; do
         fi
         name=loadcheck-$base; timed 120 /tmp/blazec run $model --regime $regime $args --warmup 3 --steps 5 --plan $REPO/$plan \
           > $R/loadcheck/$base.txt 2>&1
+      done ;;
+    tracecheck)
+      mkdir -p $R/tracecheck
+      for m in ${a//,/ }; do
+        f=$R/tracecheck/$m.$b
+        name=tracecheck-trace-$m-$b; timed 120 /tmp/blazec trace $m --regime $b -o $f.trace.ron > $f.trace.txt 2>&1
+        /tmp/blazec plan --trace $f.trace.ron --captured -o $f.ron >> $f.trace.txt 2>&1 || continue
+        name=tracecheck-run-$m-$b; timed 120 /tmp/blazec run $m --regime $b --warmup 3 --steps 5 --plan $f.ron > $f.txt 2>&1
       done ;;
     decisions)
       # This machine's autotune decisions, no plan: what plans/autotune/ ships for a device.
