@@ -25,7 +25,8 @@
 #   planrun:<model>:<regime>:<pairs>[:<batch>]
 #                              blazec run without and with the plan $PLAN (default: the plan this call's
 #                              tune stage wrote for <model>.<regime>[.b<batch>], else that file under
-#                              $PLAN_DIR, else plans/{captured,withdrawn}/<model>[-b<batch>[s<seq>]].<regime>.h200.ron)
+#                              $PLAN_DIR, else plans/{captured,withdrawn}/<model>[-b<batch>[s<seq>]].<regime>.<dev>.ron,
+#                              <dev> h200 or h100 as this machine's GPU)
 #                              (order alternating), a
 #                              fresh process each, $WIDTH_STEPS timed steps: is the plan applied, does
 #                              its advantage hold in a process of its own
@@ -38,7 +39,7 @@
 #                              cutting every 4th live cut point), then fresh processes, each with an empty
 #                              CubeCL cache and an empty NVIDIA shader cache, alternate without and with
 #                              the bundle's autotune decisions: warm-up step times, steady steps, losses
-#   ship:<model>[:<reps>]      bundle of <dir>/<model>.{training,forward}.h200.ron (dirs $SHIP_DIRS) + this machine's autotune
+#   ship:<model>[:<reps>]      bundle of <dir>/<model>.{training,forward}.<dev>.ron (dirs $SHIP_DIRS) + this machine's autotune
 #                              decisions; blazec check; Burn vs bundle in fresh processes (fresh seeded cache)
 #   oom:<model>[:<small>]      a run and a tune at a shape exhausting device memory, then a tune of <small>
 #   lost:<model>               a tune whose candidate c2 destroys the wgpu device on install (test-only
@@ -126,6 +127,8 @@ count_and_batch() {
   [ -n "$1" ] && [ "$1" != "$count" ] && { batch="--batch ${1#*:}"; bsuffix="-b${1#*:}"; }
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv > $R/gpu.txt 2>&1
+# The suffix of this machine's shipped plans and autotune decisions.
+DEV=h100; nvidia-smi -L | grep -q H200 && DEV=h200
 # The host: the op-stream check's cost per operation is CPU time, and its span clock reads the
 # monotonic clock (cheap only with a vDSO clock source such as tsc).
 { echo "clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>&1)"; lscpu | grep -E 'Model name|^CPU\(s\)'; echo "cpus with sha_ni: $(grep -c -w sha_ni /proc/cpuinfo)"; } >> $R/gpu.txt 2>&1
@@ -187,14 +190,14 @@ for stage in ${STAGES:-}; do
       plan_file=${PLAN:+$REPO/$PLAN}; [ -z "$plan_file" ] && plan_file=$R/plans/$id.ron
       # A fresh machine has no earlier call's plans: $PLAN_DIR (in the checkout) holds them.
       [ -z "${PLAN:-}" ] && [ ! -f "$plan_file" ] && [ -n "${PLAN_DIR:-}" ] && plan_file=$REPO/$PLAN_DIR/$id.ron
-      # Shipped plans at a batch of their own are named <model>-b<batch>[s<seq>].<regime>.h200.ron.
+      # Shipped plans at a batch of their own are named <model>-b<batch>[s<seq>].<regime>.<dev>.ron.
       # Shipped (plans/captured) first, then withdrawn ones (plans/withdrawn: re-checks).
       for d in plans/captured plans/withdrawn; do
         [ -z "${PLAN:-}" ] && [ ! -f "$plan_file" ] || break
         if [ -n "$bsuffix" ]; then
-          plan_file=$(ls $REPO/$d/$a$bsuffix.$b.h200.ron $REPO/$d/$a${bsuffix}s*.$b.h200.ron 2>/dev/null | head -1)
+          plan_file=$(ls $REPO/$d/$a$bsuffix.$b.$DEV.ron $REPO/$d/$a${bsuffix}s*.$b.$DEV.ron 2>/dev/null | head -1)
         else
-          plan_file=$REPO/$d/$a.$b.h200.ron
+          plan_file=$REPO/$d/$a.$b.$DEV.ron
         fi
       done
       [ -f "$plan_file" ] || { echo "planrun: no plan $plan_file" >> $R/stages.txt; continue; }
@@ -250,7 +253,7 @@ for stage in ${STAGES:-}; do
         pack
       done ;;
     ship)
-      # The shipped plans of <model> (plans/<model>.{training,forward}.h200.ron) and this machine's
+      # The shipped plans of <model> (plans/<model>.{training,forward}.<dev>.ron) and this machine's
       # autotune decisions as one bundle; `check` on it; then Burn's plan and the bundle in fresh
       # processes, alternating, each bundle run with an empty autotune cache seeded from the bundle.
       # $SHIP_DIRS (default "plans"): where each regime's plan is looked for, first found wins
@@ -259,7 +262,7 @@ for stage in ${STAGES:-}; do
       files=(); regimes=()
       for r in training forward; do
         for d in ${SHIP_DIRS:-plans}; do
-          if [ -f $REPO/$d/$a.$r.h200.ron ]; then files+=($REPO/$d/$a.$r.h200.ron); regimes+=($r); break; fi
+          if [ -f $REPO/$d/$a.$r.$DEV.ron ]; then files+=($REPO/$d/$a.$r.$DEV.ron); regimes+=($r); break; fi
         done
       done
       /tmp/blazec bundle $sd/$a.blaze "${files[@]}" --autotune-cache ~/.cache/cubecl > $sd/bundle.txt 2>&1
@@ -336,9 +339,8 @@ for stage in ${STAGES:-}; do
       done ;;
     decisions)
       # This machine's autotune decisions, no plan: what plans/autotune/ ships for a device.
-      dev=h100; nvidia-smi -L | grep -q H200 && dev=h200
-      mkdir -p $R/decisions; rm -rf $R/decisions/workloads.$dev.blaze*
-      /tmp/blazec bundle $R/decisions/workloads.$dev.blaze --autotune-cache ~/.cache/cubecl > $R/decisions/bundle.txt 2>&1 ;;
+      mkdir -p $R/decisions; rm -rf $R/decisions/workloads.$DEV.blaze*
+      /tmp/blazec bundle $R/decisions/workloads.$DEV.blaze --autotune-cache ~/.cache/cubecl > $R/decisions/bundle.txt 2>&1 ;;
     torch)
       models=$a; [ "$a" = all ] && models=""
       name=torch-$b${c:+-b$c}; timed ${TORCH_TIMEOUT:-500} env PYTHONUNBUFFERED=1 python3 $REPO/tools/torch-reference/workloads.py \
