@@ -168,16 +168,23 @@ mod tests {
             idle.stop(span);
         }
         assert!(idle.total() < Duration::from_millis(4), "20,000 empty spans counted {:?}", idle.total());
-        let mut busy = SpanClock::default();
-        let start = ThreadClock::now();
-        for _ in 0..20_000 {
-            let span = busy.start(false);
-            work(2_000);
-            busy.stop(span);
+        // Spans of work against the thread's CPU clock over the same loop. Other processes
+        // deschedule the thread inside spans, each then counting up to the cap for no work: 1.37
+        // once on the 2-core CI machine with two `blazec run` processes beside the test
+        // (2026-12-06). So up to three tries; a clock that miscounts fails all three.
+        let in_range = |ratio: &f64| (0.6..=1.3).contains(ratio);
+        let mut ratios = Vec::new();
+        while ratios.len() < 3 && !ratios.iter().any(in_range) {
+            let mut busy = SpanClock::default();
+            let start = ThreadClock::now();
+            for _ in 0..20_000 {
+                let span = busy.start(false);
+                work(2_000);
+                busy.stop(span);
+            }
+            ratios.push(busy.total().as_secs_f64() / start.elapsed().as_secs_f64());
         }
-        let clocked = start.elapsed();
-        let ratio = busy.total().as_secs_f64() / clocked.as_secs_f64();
-        assert!((0.6..=1.3).contains(&ratio), "{:?} counted for {clocked:?} of clocked work", busy.total());
+        assert!(ratios.iter().any(in_range), "spans counted {ratios:?} times the clocked work");
         let mut asleep = SpanClock::default();
         let span = asleep.start(false);
         std::thread::sleep(Duration::from_millis(20));
