@@ -120,6 +120,12 @@ timed() {
   timeout $limit "$@"
   echo "$name exit $? wall_ms $(( ($(date +%s%N) - s) / 1000000 )) limit_s $limit" >> $R/times.txt
 }
+# Plan load and the op-stream check of plan $1 (what `blazec run` prints of them) into $2: a run of
+# the model named by the rest of the arguments, 3 warm-up and 5 timed steps (loadcheck, tracecheck).
+plancheck() {
+  local plan=$1 out=$2; shift 2
+  timed 120 /tmp/blazec run "$@" --warmup 3 --steps 5 --plan $plan > $out 2>&1
+}
 # Splits a stage's "<count>[:<batch>]" field: sets $count, $batch ("--batch B" or empty) and
 # $bsuffix ("-bB" or empty, for file names).
 count_and_batch() {
@@ -326,8 +332,7 @@ for stage in ${STAGES:-}; do
         if [[ $shape =~ ^(.*)-b([0-9]+)(s([0-9]+))?$ ]]; then
           model=${BASH_REMATCH[1]}; args="--batch ${BASH_REMATCH[2]}"; [ -n "${BASH_REMATCH[4]}" ] && args="$args --seq ${BASH_REMATCH[4]}"
         fi
-        name=loadcheck-$base; timed 120 /tmp/blazec run $model --regime $regime $args --warmup 3 --steps 5 --plan $REPO/$plan \
-          > $R/loadcheck/$base.txt 2>&1
+        name=loadcheck-$base; plancheck $REPO/$plan $R/loadcheck/$base.txt $model --regime $regime $args
       done ;;
     tracecheck)
       mkdir -p $R/tracecheck
@@ -335,7 +340,7 @@ for stage in ${STAGES:-}; do
         f=$R/tracecheck/$m.$b
         name=tracecheck-trace-$m-$b; timed 120 /tmp/blazec trace $m --regime $b -o $f.trace.ron > $f.trace.txt 2>&1
         /tmp/blazec plan --trace $f.trace.ron --captured -o $f.ron >> $f.trace.txt 2>&1 || continue
-        name=tracecheck-run-$m-$b; timed 120 /tmp/blazec run $m --regime $b --warmup 3 --steps 5 --plan $f.ron > $f.txt 2>&1
+        name=tracecheck-run-$m-$b; plancheck $f.ron $f.txt $m --regime $b
       done ;;
     decisions)
       # This machine's autotune decisions, no plan: what plans/autotune/ ships for a device.
