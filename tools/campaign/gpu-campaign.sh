@@ -69,7 +69,8 @@
 #   torch:<models>:<regime>[:<batch>]
 #                              PyTorch eager and torch.compile on the same model definitions
 #                              (tools/torch-reference/workloads.py; models comma separated or
-#                              `all`), $TORCH_STEPS (100) timed steps, modes $TORCH_MODES
+#                              `all`), $TORCH_STEPS (100) timed steps, modes $TORCH_MODES;
+#                              files $R/torch-<regime>[-b<batch>]-<models, + between>.{txt,json}
 #
 # Caches: every fresh machine starts with an empty CubeCL autotune cache (~/.cache/cubecl) and an
 # empty NVIDIA shader cache (~/.cache/nvidia); cold, one attention training tune spends minutes in
@@ -348,7 +349,9 @@ for stage in ${STAGES:-}; do
       /tmp/blazec bundle $R/decisions/workloads.$DEV.blaze --autotune-cache ~/.cache/cubecl > $R/decisions/bundle.txt 2>&1 ;;
     torch)
       models=$a; [ "$a" = all ] && models=""
-      name=torch-$b${c:+-b$c}; timed ${TORCH_TIMEOUT:-500} env PYTHONUNBUFFERED=1 python3 $REPO/tools/torch-reference/workloads.py \
+      # Named for its models too: two torch stages of one regime and batch on a machine kept
+      # warm would otherwise overwrite each other's files.
+      name=torch-$b${c:+-b$c}-${a//,/+}; timed ${TORCH_TIMEOUT:-500} env PYTHONUNBUFFERED=1 python3 $REPO/tools/torch-reference/workloads.py \
         --repo $REPO ${models:+--models $models} --regime $b --modes ${TORCH_MODES:-eager,compile} --warmup 10 \
         --steps ${TORCH_STEPS:-100} ${c:+--batch $c} --out $R/$name.json > $R/$name.txt 2>&1 ;;
     *) echo "unknown stage $stage" >> $R/stages.txt ;;
