@@ -4,7 +4,8 @@
 //! place; a recording the backend refuses leaves eager execution with one warning; a plan with
 //! cuts is recorded running its own partition, and a recording that ran another is refused.
 //! Training: a recorded step with its state written back in place follows
-//! Burn's eager Adam, and the gate (200 replays) refuses one that does not write it back.
+//! Burn's eager Adam and passes the gate (30 replays here, the default 200 in the long tier),
+//! and the gate refuses one that does not write it back.
 mod common;
 use blaze_compiler::runner::RunReport;
 use common::*;
@@ -166,8 +167,22 @@ fn run_training(dir: &Path, tag: &str, load: &[&str], steps: u32, env: &[(&str, 
     run_training_of(&SMALL, dir, tag, load, steps, env)
 }
 
+/// The captured gate on `plan` with `gate` steps (the default, 207 for training, when None).
+fn verify_gate(plan: &Path, gate: Option<u32>, env: &[(&str, &str)]) -> String {
+    let steps = gate.map(|n| n.to_string());
+    let mut args = vec!["verify", "--plan", plan.to_str().unwrap()];
+    args.extend(steps.iter().flat_map(|n| ["--gate-steps", n.as_str()]));
+    let out = blazec_env(&args, env);
+    assert!(out.status.success(), "verify: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Gate steps of the fast tier's training gate: the warm-up (3), the recording's preparing
+/// steps (4) and 30 replays. The default gate (207 steps, 200 replays) is the long tier's.
+const SHORT_TRAINING_GATE: u32 = 37;
+
 #[test]
-fn a_captured_training_step_replays_burns_adam_and_the_gate_verifies_200_replays() {
+fn a_captured_training_step_replays_burns_adam_and_the_gate_verifies_30_replays() {
     let dir = scratch("captured-training");
     let plan = captured_training_plan(&dir);
     let text = std::fs::read_to_string(&plan).unwrap();
@@ -190,7 +205,16 @@ fn a_captured_training_step_replays_burns_adam_and_the_gate_verifies_200_replays
         captured.losses
     );
     assert!(eager.losses.last() < eager.losses.first(), "it learns: {:?}", eager.losses);
-    let verdict = verify(&plan, &[]);
+    let verdict = verify_gate(&plan, Some(SHORT_TRAINING_GATE), &[]);
+    assert!(verdict.contains("Verified"), "{verdict}");
+}
+
+#[test]
+#[ignore = "long tier: the default 207-step training gate; fast: blazec/tests/captured.rs::a_captured_training_step_replays_burns_adam_and_the_gate_verifies_30_replays"]
+fn a_captured_training_step_passes_the_default_gate_of_200_replays() {
+    let dir = scratch("captured-training-long");
+    let plan = captured_training_plan(&dir);
+    let verdict = verify_gate(&plan, None, &[]);
     assert!(verdict.contains("Verified"), "{verdict}");
 }
 
@@ -202,7 +226,7 @@ fn the_gate_refuses_a_captured_training_step_that_does_not_write_its_state_back(
     // The run cannot tell: it records and replays.
     let (captured, _) = run_training(&dir, "stale", &["--plan", plan.to_str().unwrap()], 8, &env);
     assert_eq!(captured.execution.as_deref(), Some("captured"));
-    let verdict = verify(&plan, &env);
+    let verdict = verify_gate(&plan, Some(SHORT_TRAINING_GATE), &env);
     // On lavapipe the losses leave the eager chain and turn NaN within a few steps, as on the H200.
     assert!(verdict.contains("Refused(\"different"), "the stale state shows in the numbers: {verdict}");
 }

@@ -255,3 +255,89 @@ fn the_default_build_of_blazec_has_no_fault_switches() {
     let with = tree_of_blazec(&["--features", "faults"]);
     assert!(ours(&with).iter().any(|l| l.contains("blaze-runtime v") && l.contains("[faults]")), "{with}");
 }
+
+/// The `.rs` files of the workspace's own crates (not vendor/, results/ or a target directory).
+fn workspace_sources() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap().map(Result::unwrap) {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if !name.starts_with('.')
+                    && !["vendor", "results", "target", "patches", "plans"].contains(&name.as_str())
+                {
+                    walk(&path, out);
+                }
+            } else if name.ends_with(".rs") {
+                out.push(path);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&repo(), &mut out);
+    out.sort();
+    out
+}
+
+/// The test function an attribute at line `at` of `lines` belongs to: the first `fn` after it.
+fn test_fn_after(lines: &[&str], at: usize) -> Option<String> {
+    lines[at..].iter().find_map(|l| {
+        let rest = l.trim_start().strip_prefix("fn ")?;
+        Some(rest.split(|c: char| c == '(' || c == '<').next()?.to_string())
+    })
+}
+
+/// The long tier (`./blaze test --long`) is the tests marked `#[ignore = "long tier: ..."]`; each
+/// names, after `fast: `, the test of the fast tier (`./blaze test`, what CI runs) that checks
+/// its behaviour in a smaller form, as `<file from the repository root>::<test>`. That test
+/// exists, is a test, and is not itself in the long tier. No test is ignored for another reason,
+/// and the long tier is not empty (so this check can fail).
+#[test]
+fn every_long_tier_test_names_the_fast_test_that_covers_it() {
+    let root = repo();
+    let mut long = Vec::new();
+    for file in workspace_sources() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (at, line) in lines.iter().enumerate() {
+            let line = line.trim();
+            if !line.starts_with("#[ignore") {
+                continue;
+            }
+            let rel = file.strip_prefix(&root).unwrap().display().to_string();
+            let test = test_fn_after(&lines, at).unwrap_or_default();
+            let reason = line.strip_prefix("#[ignore = \"").and_then(|r| r.strip_suffix("\"]"));
+            let reason = reason.unwrap_or_else(|| panic!("{rel}::{test}: an ignored test says why: {line}"));
+            assert!(
+                reason.starts_with("long tier: "),
+                "{rel}::{test}: ignored for another reason than the long tier: {line}"
+            );
+            let fast =
+                reason.split("fast: ").nth(1).unwrap_or_else(|| panic!("{rel}::{test} names no fast test: {line}"));
+            let (fast_file, fast_test) = fast.split_once("::").unwrap_or_else(|| panic!("{rel}::{test}: `{fast}`"));
+            let fast_text = std::fs::read_to_string(root.join(fast_file))
+                .unwrap_or_else(|e| panic!("{rel}::{test}: the fast test's file {fast_file}: {e}"));
+            let fast_lines: Vec<&str> = fast_text.lines().collect();
+            let def = fast_lines
+                .iter()
+                .position(|l| l.trim_start().starts_with(&format!("fn {fast_test}(")))
+                .unwrap_or_else(|| panic!("{rel}::{test}: no test `{fast_test}` in {fast_file}"));
+            // The attributes above the definition, up to the previous item.
+            let attrs: Vec<&str> = fast_lines[..def]
+                .iter()
+                .rev()
+                .map(|l| l.trim())
+                .take_while(|l| l.starts_with("#[") || l.starts_with("///"))
+                .collect();
+            assert!(attrs.contains(&"#[test]"), "{rel}::{test}: {fast_file}::{fast_test} is not a test");
+            assert!(
+                !attrs.iter().any(|a| a.starts_with("#[ignore")),
+                "{rel}::{test}: {fast_file}::{fast_test} is in the long tier itself"
+            );
+            long.push(format!("{rel}::{test}"));
+        }
+    }
+    // This file names the attribute in its own sources, in strings only (never at a line's start).
+    assert!(!long.is_empty(), "the long tier holds tests");
+    println!("long tier: {long:#?}");
+}

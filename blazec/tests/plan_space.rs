@@ -2,6 +2,7 @@
 //! differently, and the verification gate refuses a plan made to compute something different.
 mod common;
 use common::*;
+use std::time::Duration;
 
 #[test]
 fn egraph_merges_only_requests_that_execute_identically() {
@@ -147,15 +148,21 @@ fn interrupted_tune_leaves_no_partial_plan() {
     let dir = scratch("tune-interrupted");
     let args = small_tune(&dir);
     let mut child = spawn_tune(&args, std::process::Stdio::null());
-    std::thread::sleep(std::time::Duration::from_secs(8));
+    // Interrupted in the middle of its work (tracing or racing on lavapipe), its worker at work:
+    // the worker's command line names the output directory, as the tune's does.
+    std::thread::sleep(Duration::from_secs(8));
+    let marker = dir.to_str().unwrap();
+    assert!(processes_naming(marker).len() >= 2, "the tune's worker is running: {:?}", processes_naming(marker));
     // The shell's builtin kill: no procps needed. SIGTERM, not SIGINT: when the tests themselves
     // run as a background job, SIGINT is ignored (POSIX, asynchronous lists) and an ignored
     // signal stays ignored across exec, so a SIGINT would never reach blazec.
     let killed = std::process::Command::new("sh").args(["-c", &format!("kill -TERM {}", child.id())]).status().unwrap();
     assert!(killed.success());
     assert!(!child.wait().unwrap().success(), "an interrupted tune must not report success");
-    // An uninterrupted tune of this size takes ~45 s on lavapipe: wait past that, then look.
-    std::thread::sleep(std::time::Duration::from_secs(60));
+    // Nothing can write once no process of the tune is left: the worker notices its parent is
+    // gone within a second or two (orphan.rs). Then look.
+    let gone = poll(Duration::from_secs(60), || processes_naming(marker).is_empty());
+    assert!(gone, "interrupted, still running: {:?}", processes_naming(marker));
     let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert!(left.is_empty(), "an interrupted tune left {left:?}");
 }
@@ -170,19 +177,13 @@ fn tune_killed_at_any_point_leaves_no_torn_plan_and_a_second_tune_works() {
     let args = small_tune(&dir);
     for after in [6, 20, 33] {
         let mut child = spawn_tune(&args, std::process::Stdio::null());
-        std::thread::sleep(std::time::Duration::from_secs(after));
+        std::thread::sleep(Duration::from_secs(after));
         let _ = std::process::Command::new("sh").args(["-c", &format!("kill -KILL {}", child.id())]).status();
         let _ = child.wait();
         // The worker notices its parent is gone within a second or two (orphan.rs).
-        std::thread::sleep(std::time::Duration::from_secs(5));
         let marker = dir.to_str().unwrap();
-        let alive: Vec<String> = std::fs::read_dir("/proc")
-            .unwrap()
-            .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
-            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-            .filter(|c| c.contains(marker))
-            .collect();
-        assert!(alive.is_empty(), "killed after {after} s, still running: {alive:?}");
+        let gone = poll(Duration::from_secs(10), || processes_naming(marker).is_empty());
+        assert!(gone, "killed after {after} s, still running: {:?}", processes_naming(marker));
         if let Ok(text) = std::fs::read_to_string(dir.join("plan.ron")) {
             blaze_ir::PlanFile::parse(&text).unwrap_or_else(|e| panic!("killed after {after} s: a torn plan: {e}"));
         }
@@ -224,6 +225,30 @@ fn two_tunes_into_the_same_output_leave_one_whole_plan() {
     let left: Vec<String> =
         std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert!(left.iter().all(|n| !n.contains(".tmp-")), "no temp file left: {left:?}");
+}
+
+/// The command lines of the running processes whose command line contains `marker`.
+fn processes_naming(marker: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(marker))
+        .collect()
+}
+
+/// Polls `done` every 100 ms until it holds (true) or `limit` has passed (false).
+fn poll(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let start = std::time::Instant::now();
+    loop {
+        if done() {
+            return true;
+        }
+        if start.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// Starts `blazec <args>` in the background, stdout discarded.

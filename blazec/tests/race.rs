@@ -48,7 +48,7 @@ fn race_check_finds_a_large_slowdown_and_reports_every_trial() {
         "--race-budget",
         "30",
     ]);
-    let cache = dir.join("autotune");
+    let cache = seeded_autotune_cache(&dir);
     args.extend(["--autotune-cache", cache.to_str().unwrap(), "-o", out.to_str().unwrap()]);
     let stdout = String::from_utf8_lossy(&ok(&args).stdout).into_owned();
     let check: blazec::commands::race_check::RaceCheck =

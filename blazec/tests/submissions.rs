@@ -64,7 +64,7 @@ fn counted_run(dir: &Path, layer: &Path, tag: &str, start: &[&str], env: &[(&str
         report.to_str().unwrap(),
     ]);
     args.extend(start);
-    let cache = dir.join("autotune");
+    let cache = seeded_autotune_cache(dir);
     let mut all = vec![
         ("VK_ADD_LAYER_PATH", layer.to_str().unwrap()),
         ("VK_INSTANCE_LAYERS", LAYER),

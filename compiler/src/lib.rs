@@ -10,6 +10,11 @@
 //! stages and prints what they return (a user's own binary gets the same commands through
 //! `blazec::main_with`).
 pub mod autotune;
+/// The commit this build was made from (`git rev-parse --short=12 HEAD`, with `-dirty` when the
+/// checkout had uncommitted changes; `unknown` outside a git checkout), set by this crate's build
+/// script: every results file records it. Read from here, never with `option_env!` in another
+/// crate, where the variable is not set.
+pub const COMMIT: &str = env!("BLAZE_COMMIT");
 pub mod bundling;
 pub mod candidate;
 pub mod canon;

@@ -13,8 +13,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// What [`load_bundle`] set up. Keep it alive for the whole run: dropping it stops the watch
-/// (the entry installed then stays installed).
+/// (the entry installed then stays installed). Dropped before the program ran any operation
+/// while entries could still apply (`let _ = blaze_burn::init(..)`), it says so in one warning
+/// ([`BundleHandle::drop_warning`]): nothing would be installed, silently, otherwise.
 #[derive(Debug)]
+#[must_use = "keep the handle alive for the whole run: dropping it stops the watch that installs the bundle's entries"]
 pub struct BundleHandle {
     /// The entries made for this device, in bundle order; the watch installs one of them.
     pub entries: Vec<PlanFile>,
@@ -43,12 +46,30 @@ impl BundleHandle {
 
     /// Whether the bundle's entries for `regime` on this device ask for captured execution
     /// (plan version 4): the decision a program's captured step (`blaze_burn::CapturedForward`)
-    /// follows. False when the bundle fell back or holds no such entry.
+    /// follows. False when the bundle fell back or holds no such entry. It reads the entries,
+    /// not the op stream the program runs: an entry made for another model counts too (the
+    /// recording is then checked against eager execution like any other).
     pub fn captures(&self, regime: blaze_ir::plan::Regime) -> bool {
         // A captured entry with cuts is recorded where its eager step can be observed first
         // (blazec's runs, races and gate: `Captured::with_plan`); a user's loop runs it eagerly.
         self.fallback.is_none()
             && self.entries.iter().any(|p| p.contract.regime == regime && p.settings.is_captured() && p.cuts.is_empty())
+    }
+
+    /// The warning dropping the handle now prints, if any: when the bundle has entries for this
+    /// device and the watch has not yet seen an operation of the program, so no entry can ever
+    /// be installed after the drop.
+    pub fn drop_warning(&self) -> Option<String> {
+        let watch = self.watch.as_ref()?;
+        let unseen = watch.watch.judged() == 0 && watch.watch.installed().is_none();
+        (!self.entries.is_empty() && unseen).then(|| {
+            format!(
+                "warning: blaze: the bundle handle was dropped before the program's first operation, so none of its \
+                 {} entries for this device will be installed (Burn's own plan runs); keep the handle of \
+                 `blaze_burn::init` alive for the whole run (`let _blaze = blaze_burn::init(..)`, not `let _ = ..`)",
+                self.entries.len()
+            )
+        })
     }
 
     /// Every decision of the watch so far, one line each.
@@ -64,6 +85,14 @@ impl BundleHandle {
     /// Operations the watch recorded while judging.
     pub fn watch_ops(&self) -> u64 {
         self.watch.as_ref().map(|w| w.watch.judged()).unwrap_or_default()
+    }
+}
+
+impl Drop for BundleHandle {
+    fn drop(&mut self) {
+        if let Some(warning) = self.drop_warning() {
+            eprintln!("{warning}");
+        }
     }
 }
 

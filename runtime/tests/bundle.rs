@@ -72,3 +72,35 @@ fn the_entry_for_this_device_and_regime_is_installed_and_a_regime_switch_picks_t
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `let _ = blaze_burn::init(..)` drops the handle at once: the watch stops before the program's
+/// first operation and no entry can be installed. The handle says so when dropped (one
+/// warning naming the fix); a handle with nothing to install, or one dropped at the end of a
+/// run, says nothing.
+#[test]
+fn a_handle_dropped_before_the_first_operation_warns_that_nothing_will_be_installed() {
+    let dir = std::env::temp_dir().join(format!("blaze-bundle-drop-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut bundle = Bundle::new();
+    bundle.upsert(plan(Regime::Training, "llvmpipe", 7));
+    let path = dir.join("model.blaze");
+    std::fs::write(&path, bundle.to_ron()).unwrap();
+    let device = contract(Regime::Training, "llvmpipe").device;
+
+    let handle = blaze_runtime::load_bundle(&path, &device);
+    assert!(handle.fallback.is_none() && handle.entries.len() == 1, "{:?}", handle.fallback);
+    let warning = handle.drop_warning().expect("dropped before the first operation, it warns");
+    assert!(
+        warning.starts_with("warning: blaze: the bundle handle was dropped before the program's first operation")
+            && warning.contains("1 entries for this device will be installed")
+            && warning.contains("`let _blaze = blaze_burn::init(..)`, not `let _ = ..`"),
+        "{warning}"
+    );
+    drop(handle);
+
+    let elsewhere = DeviceInfo { adapter: "NVIDIA H200".into(), backend: "vulkan".into(), compiler: "wgsl".into() };
+    let nothing = blaze_runtime::load_bundle(&path, &elsewhere);
+    assert!(nothing.fallback.is_some());
+    assert_eq!(nothing.drop_warning(), None, "nothing could be installed anyway");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -103,7 +103,7 @@ fn write_rows(path: &Path, rows: &[BenchRow]) -> anyhow::Result<()> {
     let file = BenchFile {
         protocol: PROTOCOL.into(),
         device: blaze_workloads::device::device_info(),
-        commit: option_env!("BLAZE_COMMIT").unwrap_or("unknown").into(),
+        commit: blaze_compiler::COMMIT.into(),
         date: blaze_compiler::files::now_utc(),
         rows: rows.to_vec(),
     };

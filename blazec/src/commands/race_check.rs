@@ -101,7 +101,7 @@ pub fn race_check(resolve: &Resolver, args: &RaceCheckArgs) -> anyhow::Result<()
         model: model.describe().name,
         regime: args.model.regime.to_string(),
         device: model.describe().device,
-        commit: option_env!("BLAZE_COMMIT").unwrap_or("unknown").into(),
+        commit: blaze_compiler::COMMIT.into(),
         date: blaze_compiler::files::now_utc(),
         protocol: blaze_compiler::tune::measure::PROTOCOL.into(),
         rules: rules.clone(),

@@ -41,18 +41,75 @@ pub fn read_report(path: &Path) -> RunReport {
     ron::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-/// `blazec trace` of the small shape in `regime`, once per test binary.
+/// The directory of fixtures shared by every test binary of one blazec build:
+/// `<target>/blaze-fixtures/<sha256 of the blazec binary, 16 hex digits>`. A rebuilt blazec gets
+/// a new directory, so a fixture is never read by a build other than the one that made it.
+pub fn fixtures_dir() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        use sha2::Digest;
+        let bin = Path::new(env!("CARGO_BIN_EXE_blazec"));
+        let digest = sha2::Sha256::digest(std::fs::read(bin).expect("the blazec binary is readable"));
+        let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        // <target>/release/blazec -> <target>
+        let target = bin.parent().and_then(Path::parent).expect("blazec lies in <target>/<profile>/");
+        let dir = target.join("blaze-fixtures").join(hex);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    })
+    .clone()
+}
+
+/// The fixture `name` of this blazec build, made by `make` (which writes the path it is given)
+/// the first time any test binary asks for it. Made under an exclusive lock on `<name>.lock`
+/// and renamed into place, so two binaries asking at once make it once and nobody reads a
+/// half-written file.
+pub fn shared_fixture(name: &str, make: impl FnOnce(&Path)) -> PathBuf {
+    use std::os::fd::AsRawFd;
+    let dir = fixtures_dir();
+    let path = dir.join(name);
+    let lock = std::fs::File::create(dir.join(format!("{name}.lock"))).unwrap();
+    // SAFETY: flock on a descriptor this function owns; released when `lock` is dropped.
+    assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) }, 0, "lock {name}");
+    if !path.exists() {
+        let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+        make(&tmp);
+        std::fs::rename(&tmp, &path).unwrap();
+    }
+    path
+}
+
+/// An autotune cache root for this test's processes alone, seeded with the decisions shipped
+/// for this device (`blazec seed plans/autotune`) before its first probe, as `./blaze test`
+/// seeds the shared one: CubeCL then autotunes only what the shipped decisions lack (on
+/// lavapipe a cold cache autotuned attention-d257 for 105 s against 14 s seeded). Every process
+/// of the test reads the same cache, so each runs the kernels the first chose.
+pub fn seeded_autotune_cache(dir: &Path) -> PathBuf {
+    let (cache, seeded) = (dir.join("autotune"), dir.join("autotune.seeded"));
+    if !seeded.exists() {
+        std::fs::create_dir_all(&cache).unwrap();
+        let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plans/autotune");
+        let out =
+            blazec_env(&["seed", shipped.to_str().unwrap()], &[("BLAZE_AUTOTUNE_CACHE", cache.to_str().unwrap())]);
+        assert!(out.status.success(), "blazec seed: {}", String::from_utf8_lossy(&out.stderr));
+        std::fs::write(&seeded, String::from_utf8_lossy(&out.stderr).as_bytes()).unwrap();
+    }
+    cache
+}
+
+/// `blazec trace` of the small shape in `regime`, once per blazec build (shared by every test
+/// binary through [`shared_fixture`]).
 pub fn trace(regime: &str) -> (PathBuf, Trace) {
     static TRAINING: OnceLock<(PathBuf, Trace)> = OnceLock::new();
     static FORWARD: OnceLock<(PathBuf, Trace)> = OnceLock::new();
     let cell = if regime == "training" { &TRAINING } else { &FORWARD };
     cell.get_or_init(|| {
-        let path = scratch("trace").join(format!("{regime}.ron"));
-        let mut args = SMALL.to_vec();
-        args.extend(["--regime", regime, "-o", path.to_str().unwrap()]);
-        let mut full = vec!["trace"];
-        full.extend(args);
-        ok(&full);
+        let path = shared_fixture(&format!("trace-{regime}.ron"), |tmp| {
+            let mut full = vec!["trace"];
+            full.extend(SMALL);
+            full.extend(["--regime", regime, "-o", tmp.to_str().unwrap()]);
+            ok(&full);
+        });
         let trace = Trace::from_ron(&std::fs::read_to_string(&path).unwrap()).unwrap();
         (path, trace)
     })
@@ -75,12 +132,19 @@ pub fn run(regime: &str, plan: Option<&Path>, tag: &str) -> (RunReport, String) 
     (read_report(&report), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
-/// Burn's own run (no plan at all), once per regime per test binary.
+/// Burn's own run (no plan at all), once per regime per blazec build (shared by every test binary).
 pub fn burn_default(regime: &str) -> RunReport {
     static TRAINING: OnceLock<RunReport> = OnceLock::new();
     static FORWARD: OnceLock<RunReport> = OnceLock::new();
     let cell = if regime == "training" { &TRAINING } else { &FORWARD };
-    cell.get_or_init(|| run(regime, None, &format!("default-{regime}")).0).clone()
+    cell.get_or_init(|| {
+        let path = shared_fixture(&format!("burn-default-{regime}.ron"), |tmp| {
+            let (report, _) = run(regime, None, &format!("default-{regime}"));
+            std::fs::write(tmp, ron::to_string(&report).unwrap()).unwrap();
+        });
+        read_report(&path)
+    })
+    .clone()
 }
 
 #[allow(unused_imports)]
@@ -114,8 +178,8 @@ pub fn probe_in(
     args.extend(extra);
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_blazec"));
     cmd.args(&args).current_dir(cwd).env("XDG_RUNTIME_DIR", std::env::var("XDG_RUNTIME_DIR").unwrap_or("/tmp".into()));
-    // One autotune cache for every process: each runs the kernels the first chose.
-    cmd.env("BLAZE_AUTOTUNE_CACHE", dir.join("autotune"));
+    // One autotune cache for every process, seeded: each runs the kernels the first chose.
+    cmd.env("BLAZE_AUTOTUNE_CACHE", seeded_autotune_cache(dir));
     cmd.envs(env.iter().copied());
     let o = cmd.output().unwrap();
     assert!(o.status.success(), "probe {tag}: {}", String::from_utf8_lossy(&o.stderr));

@@ -92,7 +92,7 @@ impl LiveReport {
             shapes: desc.shapes.clone(),
             regime: desc.regime.to_string(),
             device: desc.device.clone(),
-            commit: option_env!("BLAZE_COMMIT").unwrap_or("unknown").into(),
+            commit: crate::COMMIT.into(),
             date: crate::files::now_utc(),
             protocol: format!("{LIVE_PROTOCOL}; {PROTOCOL}"),
             schedule: schedule.clone(),

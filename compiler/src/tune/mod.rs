@@ -369,7 +369,7 @@ impl Tune<'_> {
             shapes: traced_trace.shapes.clone(),
             device: traced_trace.device.clone(),
             burn_version: traced_trace.burn_version.clone(),
-            commit: option_env!("BLAZE_COMMIT").unwrap_or("unknown").into(),
+            commit: crate::COMMIT.into(),
             date: crate::files::now_utc(),
             protocol: measure::PROTOCOL.into(),
             results_file: opts.results_file.clone(),

@@ -205,19 +205,26 @@ fn a_users_inference_loop_is_captured_when_the_bundle_says_so() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A user's training step, recorded with its Adam held in place (`blaze_burn::DeviceAdam`):
-/// the captured gate replays it 200 times against Burn's own Adam run eagerly, every loss and
-/// output and the parameters at the end, and passes it; the user's own fine-tuning loop
-/// (`blaze_burn::CapturedTraining`) records it when the bundle says so.
-#[test]
-fn a_users_captured_training_step_passes_the_gate() {
-    let dir = std::env::temp_dir().join(format!("blaze-user-training-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+/// The user's captured training plan (`dir/captured.ron`) and the trace it was made from.
+fn users_captured_training_plan(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    std::fs::create_dir_all(dir).unwrap();
     let trace = dir.join("training.ron");
     user_model(&["trace", "tiny-mlp-lm", "--regime", "training", "-o", trace.to_str().unwrap()]);
     let plan = dir.join("captured.ron");
     user_model(&["plan", "--trace", trace.to_str().unwrap(), "--captured", "-o", plan.to_str().unwrap()]);
-    let out = user_model(&["verify", "--plan", plan.to_str().unwrap()]);
+    (trace, plan)
+}
+
+/// A user's training step, recorded with its Adam held in place (`blaze_burn::DeviceAdam`):
+/// the captured gate replays it (30 times here, 200 in the long tier) against Burn's own Adam
+/// run eagerly, every loss and output and the parameters at the end, and passes it; the user's
+/// own fine-tuning loop (`blaze_burn::CapturedTraining`) records it when the bundle says so.
+#[test]
+fn a_users_captured_training_step_passes_the_gate() {
+    let dir = std::env::temp_dir().join(format!("blaze-user-training-{}", std::process::id()));
+    let (trace, plan) = users_captured_training_plan(&dir);
+    // The warm-up (3), the recording's preparing steps (4) and 30 replays.
+    let out = user_model(&["verify", "--plan", plan.to_str().unwrap(), "--gate-steps", "37"]);
     let verdict = String::from_utf8_lossy(&out.stdout);
     assert!(verdict.contains("Verified"), "{verdict}");
     let out = user_model(&["run", "tiny-mlp-lm", "--plan", plan.to_str().unwrap(), "--steps", "12"]);
@@ -236,6 +243,17 @@ fn a_users_captured_training_step_passes_the_gate() {
     let (line, eager, _) = fine_tune(&bundle("eager.blaze", false));
     assert!(line.contains("eager: the bundle's training entry runs eagerly"), "{line}");
     assert!(((replayed - eager) / eager).abs() < 1e-5, "replays train as eager steps do: {replayed} vs {eager}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+#[ignore = "long tier: the default 207-step training gate; fast: examples/user-model/tests/harness.rs::a_users_captured_training_step_passes_the_gate"]
+fn a_users_captured_training_step_passes_the_default_gate_of_200_replays() {
+    let dir = std::env::temp_dir().join(format!("blaze-user-training-long-{}", std::process::id()));
+    let (_, plan) = users_captured_training_plan(&dir);
+    let out = user_model(&["verify", "--plan", plan.to_str().unwrap()]);
+    let verdict = String::from_utf8_lossy(&out.stdout);
+    assert!(verdict.contains("Verified"), "{verdict}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

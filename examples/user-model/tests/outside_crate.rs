@@ -2,7 +2,9 @@
 //! path, the patched burn-fusion through `[patch.crates-io]`. It builds (into this workspace's
 //! target directory, so the dependencies built for the tests are reused), its binary traces and
 //! plans its own model, and its training loop started with `blaze_burn::init` installs the
-//! bundle's entry.
+//! bundle's entry. A second program of the crate (`tests/outside/contract.rs`, written from the
+//! README alone) keeps captured steps' outputs, reads a value inside a step and drops the
+//! handle of `init`, and computes what eager Burn computes call by call.
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -34,9 +36,10 @@ blaze-burn = {{ path = "{r}/runtime/burn" }}
 blaze-compiler = {{ path = "{r}/compiler" }}
 blazec = {{ path = "{r}/blazec" }}
 
-# Burn's fusion crate with Blaze's patch (materialised by vendor/setup.sh).
+# Burn's fusion crate with Blaze's patch (materialised by vendor/setup.sh), through a `vendor`
+# link to Blaze's vendor/ so that builds in Blaze's target directory are reused.
 [patch.crates-io]
-burn-fusion = {{ path = "{r}/vendor/burn-fusion" }}
+burn-fusion = {{ path = "vendor/burn-fusion" }}
 
 [profile.release]
 debug = false
@@ -55,9 +58,13 @@ fn write_crate(dir: &Path) {
     std::fs::create_dir_all(dir.join("src")).unwrap();
     std::fs::write(dir.join("Cargo.toml"), manifest(&repo)).unwrap();
     std::fs::copy(repo.join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+    std::os::unix::fs::symlink(repo.join("vendor"), dir.join("vendor")).unwrap();
     for file in ["main.rs", "model.rs", "serve.rs"] {
         std::fs::copy(repo.join("examples/user-model/src").join(file), dir.join("src").join(file)).unwrap();
     }
+    // A second program of the user's: the captured-step contract, checked call by call.
+    std::fs::create_dir_all(dir.join("src/bin")).unwrap();
+    std::fs::copy(repo.join("examples/user-model/tests/outside/contract.rs"), dir.join("src/bin/contract.rs")).unwrap();
 }
 
 fn run(bin: &Path, args: &[&str]) -> String {
@@ -79,6 +86,8 @@ fn a_crate_outside_the_workspace_builds_against_blaze_and_trains_with_its_bundle
         .args(["build", "--release", "--offline"])
         .current_dir(&dir)
         .env("CARGO_TARGET_DIR", &target)
+        // Set by tools/test-runner for this test binary alone; a build with it would differ.
+        .env_remove("RUSTC_BOOTSTRAP")
         .output()
         .unwrap();
     let log = String::from_utf8_lossy(&build.stderr);
@@ -87,6 +96,8 @@ fn a_crate_outside_the_workspace_builds_against_blaze_and_trains_with_its_bundle
     let compiled: Vec<&str> = log.lines().filter(|l| l.trim_start().starts_with("Compiling")).collect();
     eprintln!("compiled for the user's crate: {compiled:?}");
     assert!(compiled.iter().any(|l| l.contains("my-model")), "{log}");
+    // Burn itself is reused from the tests' build, as docs/building.md promises for the link.
+    assert!(!compiled.iter().any(|l| l.contains("Compiling burn-fusion ")), "{log}");
 
     let bin = target.join("release/my-model");
     let (trace, plan, bundle) = (dir.join("t.ron"), dir.join("p.ron"), dir.join("model.blaze"));
@@ -111,5 +122,25 @@ fn a_crate_outside_the_workspace_builds_against_blaze_and_trains_with_its_bundle
         line.starts_with("after training: installed tiny-mlp-lm training [batch=8 seq=32]"),
         "the bundle's entry is installed: {stdout}"
     );
+
+    // The user's contract program: what Burn users do around captured steps computes what eager
+    // Burn computes, call by call, and the dropped handle says so.
+    let out =
+        Command::new(target.join("release/contract")).arg(&bundle).env("XDG_RUNTIME_DIR", "/tmp").output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "the contract program runs to its end without a panic:\n{stdout}\n{stderr}");
+    for check in ["kept forward outputs", "host read inside the step", "kept training losses", "trained parameters"] {
+        let line = stdout.lines().find(|l| l.starts_with(&format!("{check}: "))).unwrap_or_default();
+        assert!(line.starts_with(&format!("{check}: ok ")), "{check}: {line}\n{stdout}\n{stderr}");
+    }
+    let kept = stdout.lines().find(|l| l.starts_with("kept forward outputs: ")).unwrap_or_default();
+    assert!(kept.ends_with("captured (12 replays)"), "the kept outputs came from replays: {kept}");
+    let read = stdout.lines().find(|l| l.starts_with("host read inside the step: ")).unwrap_or_default();
+    assert!(read.contains("eager: recording refused: the step panicked inside the recording window"), "{read}");
+    let dropped = stderr
+        .lines()
+        .filter(|l| l.contains("the bundle handle was dropped before the program's first operation"))
+        .count();
+    assert_eq!(dropped, 1, "one warning for the dropped handle: {stderr}");
     let _ = std::fs::remove_dir_all(&root);
 }

@@ -97,10 +97,18 @@ pub fn record_graph_stepping<T>(
         drop(observer.finish());
         return Err(cause("graph_start_capture", e));
     }
-    let outputs = launch();
+    // A host read, write or sync inside the window is refused by the backend, and Burn's
+    // reading calls (`into_scalar`, `into_data`) panic on the refusal: caught here, the window
+    // closed, and the recording refused with the cause, so the caller runs the step eagerly.
+    let launched = catch_quietly(&mut launch);
     fault_hooks::write_inside_recording(device);
     let graph = Dispatch::graph_stop_capture(dispatch).map_err(|e| cause("graph_stop_capture", e));
     let observed = observer.finish();
+    let outputs = launched.map_err(|panic| {
+        format!(
+            "the step panicked inside the recording window ({panic}): a host read, write or sync cannot be recorded"
+        )
+    })?;
     let graph = graph?;
     let live = device.memory_pool_usage();
     let memory = RecordingMemory {
@@ -122,6 +130,46 @@ pub fn record_graph_stepping<T>(
     // run's recorded step returned a stale loss and every later step was one batch behind.
     recorded.replay()?;
     Ok(recorded)
+}
+
+/// Runs `launch`, catching a panic on this thread: its message is returned instead of printed
+/// (the caller turns it into its one warning). Other threads' panics reach the hook that was
+/// installed before, which is put back afterwards.
+fn catch_quietly<T>(launch: &mut impl FnMut() -> T) -> Result<T, String> {
+    use std::panic::{self, AssertUnwindSafe};
+    use std::sync::{Arc, Mutex};
+    let this = std::thread::current().id();
+    let message: Arc<Mutex<Option<String>>> = Default::default();
+    let previous = Arc::new(panic::take_hook());
+    {
+        let (message, previous) = (message.clone(), previous.clone());
+        panic::set_hook(Box::new(move |info| match std::thread::current().id() == this {
+            true => *message.lock().unwrap_or_else(|e| e.into_inner()) = Some(panic_text(info)),
+            false => previous(info),
+        }));
+    }
+    // SAFETY of the unwind (AssertUnwindSafe): after a panic the recording is refused and the
+    // caller runs the step again eagerly from state it holds outside the closure (a training
+    // step's saved copy); nothing the closure left half-done is read again.
+    let result = panic::catch_unwind(AssertUnwindSafe(launch));
+    let _ours = panic::take_hook();
+    panic::set_hook(Box::new(move |info| previous(info)));
+    result.map_err(|_| message.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_else(|| "a panic".into()))
+}
+
+/// A panic's message on one line, with where it was raised.
+fn panic_text(info: &std::panic::PanicHookInfo<'_>) -> String {
+    let payload = info.payload();
+    let text = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".into());
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match info.location() {
+        Some(at) => format!("{text}, at {}:{}", at.file(), at.line()),
+        None => text,
+    }
 }
 
 /// One line for a failed graph call: where, and Burn's reason without its line breaks.
@@ -311,6 +359,16 @@ impl<const D: usize, K: Basic> StableInput<D, K> {
     pub fn is_written(&self) -> bool {
         self.tensor.is_some()
     }
+}
+
+/// `tensor`'s values in a new device buffer: a whole-tensor `slice_assign` into a new, uniquely
+/// owned tensor (a copy kernel, bit for bit, no sync). What a captured step hands its caller
+/// instead of the recording's own output buffers, which the next replay writes.
+pub fn device_copy<const D: usize, K: Basic>(tensor: &Tensor<D, K>) -> Tensor<D, K> {
+    let whole: Vec<std::ops::Range<usize>> = tensor.dims().iter().map(|&n| 0..n).collect();
+    let mut copy = tensor.empty_like();
+    copy.inplace(|t| t.slice_assign(whole.as_slice(), tensor.clone()));
+    copy
 }
 
 /// Writes `fresh` into `held`'s buffer (a whole-tensor `slice_assign` on a uniquely owned

@@ -55,14 +55,23 @@ impl<A: StepInputs, B: StepInputs> StepInputs for (A, B) {
     }
 }
 
-/// Outputs of a captured step, read back to compare the first replays with eager execution.
+/// Outputs of a captured step: read back to compare the first replays with eager execution,
+/// and copied out of the recording's buffers before they are handed to the caller.
 pub trait StepOutputs: Clone {
     fn values(&self) -> Vec<f32>;
+    /// The same values in new device buffers (a copy kernel, no sync). Every replay writes the
+    /// recording's own output buffers, so outputs handed out without a copy would change under
+    /// a caller that keeps them past the next call.
+    fn copied(&self) -> Self;
 }
 
 impl<const D: usize> StepOutputs for Tensor<D> {
     fn values(&self) -> Vec<f32> {
         self.to_data().convert::<f32>().try_to_vec::<f32>().unwrap_or_default()
+    }
+
+    fn copied(&self) -> Self {
+        crate::capture::device_copy(self)
     }
 }
 
@@ -71,6 +80,10 @@ impl<A: StepOutputs, B: StepOutputs> StepOutputs for (A, B) {
         let mut v = self.0.values();
         v.extend(self.1.values());
         v
+    }
+
+    fn copied(&self) -> Self {
+        (self.0.copied(), self.1.copied())
     }
 }
 
@@ -120,8 +133,23 @@ pub struct CapturedForward<I, O, F> {
     capturing: Option<blaze_runtime::watch::Capturing>,
 }
 
-impl<I: StepInputs, O: StepOutputs, F: FnMut(&I) -> O> CapturedForward<I, O, F> {
+impl<I: StepInputs, O: StepOutputs, F: Fn(&I) -> O> CapturedForward<I, O, F> {
     /// A captured step on `device` (the plain device the step's tensors live on).
+    ///
+    /// The step is `Fn`: while a call is recorded and checked it runs more than once (eager
+    /// preparing launches, the recorded launch, the eager run it is compared with), so it must
+    /// not change anything outside what it returns. A step that updates captured state (a
+    /// counter, an optimizer) does not compile:
+    ///
+    /// ```compile_fail,E0594
+    /// use burn::tensor::Tensor;
+    /// let device = blaze_burn::default_device();
+    /// let mut calls = 0;
+    /// let mut eval = blaze_burn::CapturedForward::new(&device, |x: &Tensor<2>| {
+    ///     calls += 1; // state outside the step: a recorded call would count several times
+    ///     x.clone() * 2.0
+    /// });
+    /// ```
     pub fn new(device: &Device, step: F) -> Self {
         Self { device: device.clone(), step, inputs: None, state: State::Warming(0), replays: 0, capturing: None }
     }
@@ -132,7 +160,9 @@ impl<I: StepInputs, O: StepOutputs, F: FnMut(&I) -> O> CapturedForward<I, O, F> 
         Self { state: State::Eager(why.into()), ..Self::new(device, step) }
     }
 
-    /// Runs the step on `inputs` and returns its outputs (read them after this returns).
+    /// Runs the step on `inputs` and returns its outputs (read them after this returns). The
+    /// outputs are the caller's: a later call never changes them (a replay's outputs are copied
+    /// out of the recording's buffers on the device).
     pub fn run(&mut self, inputs: I) -> O {
         match std::mem::replace(&mut self.state, State::Eager(String::new())) {
             State::Warming(n) if n < WARM_CALLS => {
@@ -168,14 +198,20 @@ impl<I: StepInputs, O: StepOutputs, F: FnMut(&I) -> O> CapturedForward<I, O, F> 
         self.inputs = Some(inputs);
         let Self { device, step, inputs, .. } = self;
         let held = inputs.as_ref().expect("just set");
-        match record_graph(device, || step(held)) {
-            Ok(graph) => {
-                let out = graph.outputs().clone();
-                self.state = State::Checking(graph, CHECKED_REPLAYS);
-                out
-            }
-            Err(cause) => self.fall_back(format!("recording refused: {cause}"), None),
+        let graph = match record_graph(device, || step(held)) {
+            Ok(graph) => graph,
+            Err(cause) => return self.fall_back(format!("recording refused: {cause}"), None),
+        };
+        // The recording call's own outputs are checked as a replay's are: a step that read a
+        // value back inside the window (a read that failed softly) was recorded with what the
+        // read returned there.
+        let recorded = graph.outputs().copied();
+        let eager = step(held);
+        if let Some(diff) = difference(&eager.values(), &recorded.values()) {
+            return self.give_eager(format!("the recorded call differs from eager execution ({diff})"), eager);
         }
+        self.state = State::Checking(graph, CHECKED_REPLAYS);
+        recorded
     }
 
     /// Writes `fresh` into the held inputs and replays. When `fresh` cannot be written in
@@ -188,7 +224,7 @@ impl<I: StepInputs, O: StepOutputs, F: FnMut(&I) -> O> CapturedForward<I, O, F> 
         held.write(fresh).map_err(|e| (format!("input refresh: {e}"), None))?;
         graph.replay().map_err(|e| (format!("replay: {e}"), None))?;
         self.replays += 1;
-        Ok(graph.outputs().clone())
+        Ok(graph.outputs().copied())
     }
 
     fn checked_replay(&mut self, graph: Recorded<O>, left: usize, fresh: I) -> O {
@@ -212,6 +248,15 @@ impl<I: StepInputs, O: StepOutputs, F: FnMut(&I) -> O> CapturedForward<I, O, F> 
             }
             Err((cause, unwritten)) => self.fall_back(cause, unwritten),
         }
+    }
+
+    /// Eager execution from now on, with one warning; `eager` (this call's outputs, computed
+    /// eagerly) handed to the caller.
+    fn give_eager(&mut self, cause: String, eager: O) -> O {
+        eprintln!("{}", blaze_runtime::captured::fallback_warning(&cause));
+        self.capturing = None;
+        self.state = State::Eager(cause);
+        eager
     }
 
     /// Eager execution from now on, with one warning; this call's outputs computed eagerly on

@@ -93,10 +93,30 @@ impl<M: Module> Trainee<M> {
     }
 }
 
-impl<M: Module, I: StepInputs, O: StepOutputs, F: FnMut(M, &mut DeviceAdam, &I) -> (M, O)>
-    CapturedTraining<M, I, O, F>
-{
+impl<M: Module, I: StepInputs, O: StepOutputs, F: Fn(M, &mut DeviceAdam, &I) -> (M, O)> CapturedTraining<M, I, O, F> {
     /// A captured training step of `module` with `adam`, recorded on the plain `device`.
+    ///
+    /// The step is `Fn`: while a call is recorded and checked it runs more than once (eager
+    /// preparing launches on a throwaway copy of the module and the `DeviceAdam`, the recorded
+    /// launch, the eager copy it is compared with), and only what it is handed is copied. State
+    /// it holds itself would take every one of those steps, so a step that updates any (Burn's
+    /// own optimizer, a host step counter) does not compile:
+    ///
+    /// ```compile_fail,E0596
+    /// use blaze_burn::{CapturedTraining, DeviceAdam};
+    /// use burn::nn::{Linear, LinearConfig};
+    /// use burn::optim::{AdamConfig, GradientsParams, Optimizer};
+    /// use burn::tensor::Tensor;
+    /// let device = blaze_burn::default_device();
+    /// let net: Linear = LinearConfig::new(4, 1).init(&device.clone().autodiff());
+    /// let mut optim = AdamConfig::new().init(); // Burn's Adam, held by the step itself
+    /// let step = |net: Linear, _: &mut DeviceAdam, x: &Tensor<2>| {
+    ///     let loss = net.forward(x.clone()).mean();
+    ///     let grads = GradientsParams::from_grads(loss.backward(), &net);
+    ///     (optim.step(1e-3, net, grads), loss.inner())
+    /// };
+    /// let train = CapturedTraining::new(&device, net, DeviceAdam::new(0.9, 0.999, 1e-8), step);
+    /// ```
     pub fn new(device: &Device, module: M, adam: DeviceAdam, step: F) -> Self {
         Self {
             device: device.clone(),
@@ -117,7 +137,7 @@ impl<M: Module, I: StepInputs, O: StepOutputs, F: FnMut(M, &mut DeviceAdam, &I) 
     }
 
     /// Runs one step at learning rate `lr` on `inputs` and returns its outputs (read them
-    /// after this returns). Each call starts at a device sync: the step boundary a bundle's
+    /// after this returns; they are the caller's, never changed by a later call). Each call starts at a device sync: the step boundary a bundle's
     /// plans need ([`crate::step_boundary`]), which a recording needs anyway.
     pub fn run(&mut self, lr: f64, inputs: I) -> O {
         crate::step_boundary(&self.device);
@@ -204,7 +224,7 @@ impl<M: Module, I: StepInputs, O: StepOutputs, F: FnMut(M, &mut DeviceAdam, &I) 
         let copy = self.copy.as_mut().expect("checked steps have an eager copy");
         // The copy runs eagerly only: a write it could not do in place changes nothing there.
         let (eager, _) = copy.step(&mut self.step, self.inputs.as_ref().expect("held"));
-        let replayed = graph.outputs().clone();
+        let replayed = graph.outputs().copied();
         let expected = (eager.values(), parameter_values(copy.module()));
         let got = (replayed.values(), parameter_values(self.trainee.module()));
         let differs = difference(&expected.0, &got.0)
@@ -257,7 +277,8 @@ impl<M: Module, I: StepInputs, O: StepOutputs, F: FnMut(M, &mut DeviceAdam, &I) 
     fn replay(&mut self, graph: Recorded<O>, fresh: I, scalars: Result<(), String>) -> O {
         match self.refresh_and_replay(&graph, fresh, scalars) {
             Ok(()) => {
-                let out = graph.outputs().clone();
+                // A copy: the next replay writes the recording's output buffers again.
+                let out = graph.outputs().copied();
                 self.state = State::Replaying(graph);
                 out
             }

@@ -63,15 +63,28 @@ pub fn step_boundary(device: &burn::tensor::Device) {
 /// tensor operation, so a submission setting in the entries can still apply, and keep the
 /// handle alive for the whole run.
 ///
-/// `device` is described as wgpu's default high-performance adapter, the one CubeCL picks for
-/// the default device; for another adapter, call [`blaze_runtime::load_bundle`] with its
-/// [`blaze_ir::plan::DeviceInfo`].
-pub fn init(_device: &burn::tensor::Device, path: impl AsRef<std::path::Path>) -> BundleHandle {
+/// Entries are chosen for the adapter [`default_device`] runs on (wgpu's default
+/// high-performance adapter, the one CubeCL picks for the default device). Given another
+/// device (autodiff or not), it says so in one warning (also in the handle's notes) and still
+/// chooses for the default adapter; for another adapter, call [`blaze_runtime::load_bundle`]
+/// with its [`blaze_ir::plan::DeviceInfo`].
+pub fn init(device: &burn::tensor::Device, path: impl AsRef<std::path::Path>) -> BundleHandle {
     let info = device_info();
     let seeded = seed_autotune(path.as_ref(), &info);
     let mut handle = blaze_runtime::load_bundle(path, &info);
     handle.notes.extend(seeded.map(|s| {
         format!("autotune: {} decisions imported from {}, {} already present", s.imported, s.file, s.already_present)
     }));
+    // Device equality is the hardware's (autodiff aside).
+    if *device != default_device() {
+        let warning = format!(
+            "warning: blaze: init chooses the bundle's entries for {} (the default device), not for the \
+             device it was given ({device:?}); for another adapter call blaze_runtime::load_bundle with its \
+             DeviceInfo",
+            info.adapter
+        );
+        eprintln!("{warning}");
+        handle.notes.push(warning);
+    }
     handle
 }

@@ -34,7 +34,7 @@ fn step(net: Net, adam: &mut DeviceAdam, (x, y): &Batch) -> (Net, Tensor<1>) {
 }
 
 /// Trains `RUN` steps with `train`'s step; every loss, the parameters at the end, how it ran.
-fn train<F: FnMut(Net, &mut DeviceAdam, &Batch) -> (Net, Tensor<1>)>(
+fn train<F: Fn(Net, &mut DeviceAdam, &Batch) -> (Net, Tensor<1>)>(
     captured: bool,
     f: F,
 ) -> (Vec<f32>, Vec<f32>, String) {
@@ -88,11 +88,12 @@ fn a_host_value_baked_into_the_recording_is_caught() {
     let _turn = turn();
     // A step that scales its loss by a host counter (as a host-seeded dropout or step count
     // would enter the kernels): a replay repeats the recorded value.
+    // (In a Cell: a step is `Fn`, so only interior mutability lets it count.)
     let counting = || {
-        let mut calls = 0u32;
+        let calls = std::cell::Cell::new(0u32);
         move |net: Net, adam: &mut DeviceAdam, (x, y): &Batch| {
-            calls += 1;
-            let loss = net.loss(x.clone(), y.clone()).mul_scalar(1.0 + calls as f32 / 64.0);
+            calls.set(calls.get() + 1);
+            let loss = net.loss(x.clone(), y.clone()).mul_scalar(1.0 + calls.get() as f32 / 64.0);
             let grads = GradientsParams::from_grads(loss.backward(), &net);
             (adam.update(net, grads), loss.inner())
         }

@@ -3,38 +3,28 @@
 //! returns within two seconds with one warning naming the file, what is wrong with it and how
 //! many decisions the bundle records; nothing is imported and CubeCL autotunes as usual.
 //!
-//! Seeding prints its line, so each case runs it in a child process (this test binary again,
-//! running only `child_process_entry`): its stderr is captured, a hang is killed instead of
+//! Seeding prints its line, so each case runs it in a child process (the package's
+//! `side-files-child` binary, `tests/helpers/side_files_child.rs`): its stderr is captured, a hang is killed instead of
 //! hanging the suite, and the CubeCL cache it fills is a scratch one. Seeding needs no device
 //! (the bundle names a made-up one), except for the `blaze_burn::init` case, which runs on the
 //! default wgpu device (lavapipe in CI).
+#[path = "helpers/side_files_common.rs"]
+mod side_files_common;
 use blaze_burn::Seeded;
 use blaze_ir::Bundle;
-use blaze_ir::bundle::AutotuneFile;
 use blaze_ir::file::MAX_FILE_BYTES;
 use blaze_ir::plan::DeviceInfo;
+use side_files_common::*;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-/// What the child process does (`seed`, `init`, `warm`, `export`); unset in the parent.
-const MODE: &str = "BLAZE_SIDE_FILES_MODE";
-/// The case's scratch directory: the bundle, the side file, the CubeCL cache, the result.
-const DIR: &str = "BLAZE_SIDE_FILES_DIR";
-/// Where bundles name their side file, relative to the bundle's directory (as blazec writes it).
-const SIDE: &str = "model.blaze.autotune/side.cubecl";
-/// How many decisions the test bundles record, and the decision files hold.
-const RECORDED: usize = 3;
 /// Seeding must answer within this, whatever the path names.
 const PROMPT: Duration = Duration::from_secs(2);
 /// A child still running after this is killed (it hangs); generous for a loaded machine.
 const CHILD_LIMIT: Duration = Duration::from_secs(60);
-
-fn test_device() -> DeviceInfo {
-    DeviceInfo { adapter: "side-file test adapter".into(), backend: "vulkan".into(), compiler: "wgsl".into() }
-}
 
 /// An empty scratch directory for one case, with the side file's directory made.
 fn scratch(name: &str) -> PathBuf {
@@ -44,53 +34,9 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// Writes `dir/model.blaze` naming `file` as the decisions made on `device`, recording `recorded`.
-fn write_bundle(dir: &Path, file: &str, device: &DeviceInfo, recorded: usize) -> PathBuf {
-    let mut bundle = Bundle::new();
-    bundle.upsert_autotune(AutotuneFile {
-        device: device.clone(),
-        burn_version: blaze_runtime::BURN_VERSION.into(),
-        file: file.into(),
-        decisions: recorded,
-    });
-    let path = dir.join("model.blaze");
-    std::fs::write(&path, bundle.to_ron()).unwrap();
-    path
-}
-
 fn mkfifo(path: &Path) {
     let status = Command::new("mkfifo").arg(path).status().expect("mkfifo runs");
     assert!(status.success(), "mkfifo {}", path.display());
-}
-
-/// `RECORDED` decisions in CubeCL's flat bundle layout (cubecl-environment's
-/// `bundle/embedded.rs`: magic, format, metadata, sorted namespaces, a 20-byte index entry per
-/// decision sorted by (namespace, key), then keys and values).
-fn flat_decisions() -> Vec<u8> {
-    let namespace = "autotune/blaze-side-files";
-    let mut index = Vec::new();
-    let mut data: Vec<u8> = Vec::new();
-    for i in 0..RECORDED {
-        let (key, value) = (format!("k{i}"), format!("v{i}"));
-        let key_at = data.len();
-        data.extend_from_slice(key.as_bytes());
-        let value_at = data.len();
-        data.extend_from_slice(value.as_bytes());
-        // Namespace id, key span, value span (offsets from the start of the data section).
-        for word in [0, key_at, key.len(), value_at, value.len()] {
-            index.extend_from_slice(&(word as u32).to_le_bytes());
-        }
-    }
-    let mut out = cubecl::bundle::MAGIC.to_vec();
-    out.extend_from_slice(&cubecl::bundle::FORMAT_VERSION.to_le_bytes());
-    out.extend_from_slice(&0u32.to_le_bytes()); // no metadata
-    out.extend_from_slice(&1u32.to_le_bytes()); // one namespace
-    out.extend_from_slice(&(namespace.len() as u32).to_le_bytes());
-    out.extend_from_slice(namespace.as_bytes());
-    out.extend_from_slice(&(RECORDED as u32).to_le_bytes());
-    out.extend_from_slice(&index);
-    out.extend_from_slice(&data);
-    out
 }
 
 /// A real decisions file in the SQLite format blazec exports (`cubecl::bundle::export` of a
@@ -118,8 +64,7 @@ fn sqlite_pages(bytes: &[u8]) -> (usize, usize) {
 /// Runs `mode` on `dir` in a child process; its stderr. Fails the test when the child is still
 /// running after `CHILD_LIMIT` (it is killed) or fails.
 fn run_child(mode: &str, dir: &Path) -> String {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["child_process_entry", "--exact", "--nocapture", "--test-threads=1"])
+    let mut child = Command::new(env!("CARGO_BIN_EXE_side-files-child"))
         .env(MODE, mode)
         .env(DIR, dir)
         .stdout(Stdio::null())
@@ -194,68 +139,6 @@ fn assert_refused(dir: &Path, reason: &str) {
     assert_eq!(seeding.lines, vec![warning(dir, reason, RECORDED)]);
     assert_eq!(seeding.returned, "None");
     assert!(seeding.took < PROMPT, "seeding took {:?}", seeding.took);
-}
-
-/// Not a case: what a child process runs (nothing without `MODE`, as in a plain test run).
-#[test]
-fn child_process_entry() {
-    let Ok(mode) = std::env::var(MODE) else { return };
-    let dir = PathBuf::from(std::env::var_os(DIR).expect("the case's directory"));
-    let bundle = dir.join("model.blaze");
-    let result = match mode.as_str() {
-        "seed" => {
-            use_scratch_cache(&dir.join("cache"));
-            let start = Instant::now();
-            let seeded = blaze_burn::seed_autotune(&bundle, &test_device());
-            format!("{seeded:?}\n{}", start.elapsed().as_millis())
-        }
-        "seed-shipped" => {
-            use_scratch_cache(&dir.join("cache"));
-            let start = Instant::now();
-            let seeded = blaze_burn::seed_shipped(&dir.join("shipped"), &test_device());
-            format!("{seeded:?}\n{}", start.elapsed().as_millis())
-        }
-        "init" => {
-            let device = blaze_burn::default_device();
-            write_bundle(&dir, SIDE, &blaze_burn::device_info(), RECORDED);
-            use_scratch_cache(&dir.join("cache"));
-            let start = Instant::now();
-            let handle = blaze_burn::init(&device, &bundle);
-            let took = start.elapsed().as_millis();
-            drop(handle);
-            format!("-\n{took}")
-        }
-        "warm" => {
-            use_scratch_cache(&dir.join("cache"));
-            let flat = cubecl::bundle::EmbeddedBundle::open(cubecl::bytes::Bytes::from_bytes_vec(flat_decisions()))
-                .expect("valid flat bundle");
-            let report = cubecl::bundle::import(&flat);
-            assert_eq!(report.imported, RECORDED, "{report:?}");
-            String::new()
-        }
-        "export" => {
-            // What blazec's `add_to_bundle` asks of CubeCL.
-            let options = cubecl::bundle::ExportOptions {
-                name: "blaze side-file test".into(),
-                namespaces: vec!["autotune".into()],
-                format: cubecl::bundle::BundleFormat::Sqlite,
-                ..Default::default()
-            };
-            cubecl::bundle::export(&[dir.join("cache")], dir.join("real.cubecl"), &options).expect("export");
-            String::new()
-        }
-        other => panic!("unknown mode {other}"),
-    };
-    std::fs::write(dir.join("result.txt"), result).unwrap();
-}
-
-/// Roots CubeCL's environment at `root`, as blazec pins a cache: CubeCL sets its root when its
-/// configuration first loads, so the configuration is loaded first.
-fn use_scratch_cache(root: &Path) {
-    use cubecl::config::RuntimeConfig;
-    std::fs::create_dir_all(root).unwrap();
-    let _ = cubecl::config::CubeClRuntimeConfig::get();
-    cubecl::environment::set_root(root.to_path_buf());
 }
 
 // The cases. Before the fix, CubeCL opened the side file itself: the FIFO hung start-up and a

@@ -25,6 +25,11 @@ impl Net {
         blaze_burn::init_params(net)
     }
 
+    /// The network's outputs (no loss): a forward step.
+    pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
+        self.b.forward(self.a.forward(x).tanh())
+    }
+
     pub fn loss(&self, x: Tensor<2>, y: Tensor<2>) -> Tensor<1> {
         self.loss_with(x, y, |h| h)
     }
