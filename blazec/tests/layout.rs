@@ -283,7 +283,7 @@ fn workspace_sources() -> Vec<PathBuf> {
 fn test_fn_after(lines: &[&str], at: usize) -> Option<String> {
     lines[at..].iter().find_map(|l| {
         let rest = l.trim_start().strip_prefix("fn ")?;
-        Some(rest.split(|c: char| c == '(' || c == '<').next()?.to_string())
+        Some(rest.split(['(', '<']).next()?.to_string())
     })
 }
 
