@@ -72,7 +72,7 @@ impl<M: Module> Trainee<M> {
         self.module.as_ref().expect("the module is held between steps")
     }
 
-    /// A copy in new buffers (a sync).
+    /// A copy in new buffers (copy kernels on the device).
     fn copy(&self) -> Self {
         Trainee { module: Some(copy_parameters(self.module())), adam: self.adam.duplicate() }
     }

@@ -32,9 +32,9 @@ pub fn parameter_values<M: Module>(model: &M) -> Vec<f32> {
     read.0
 }
 
-/// `tensor`'s values in a new buffer (through the host: a sync).
+/// `tensor`'s values in a new buffer ([`crate::capture::device_copy`]: a copy kernel, no sync).
 pub(crate) fn copy_tensor<const D: usize>(tensor: &Tensor<D>) -> Tensor<D> {
-    Tensor::from_data(tensor.to_data(), &tensor.device())
+    crate::capture::device_copy(tensor)
 }
 
 /// A copy of `model` whose every float parameter is in a new buffer, with the same autodiff
