@@ -48,8 +48,9 @@ impl RaceArgs {
 pub struct TuneArgs {
     #[command(flatten)]
     pub model: ModelArgs,
-    /// Device to tune on: vulkan, metal, wgpu (any adapter) or lavapipe (Mesa's CPU Vulkan).
-    #[arg(long, default_value = "wgpu")]
+    /// Device to tune on: cuda (a build with the `cuda` feature), vulkan, metal, wgpu (any
+    /// adapter) or lavapipe (Mesa's CPU Vulkan).
+    #[arg(long, default_value = DEFAULT_DEVICE)]
     pub device: String,
     /// Where to write the plan (RON); report.md, report.svg and the raw results go beside it.
     #[arg(short, long, default_value = "plan.ron")]
@@ -136,6 +137,9 @@ pub struct TuneArgs {
     pub faults: crate::faults::TuneFaults,
 }
 
+/// `--device`'s default: the backend this blazec was built for.
+const DEFAULT_DEVICE: &str = if cfg!(feature = "cuda") { "cuda" } else { "wgpu" };
+
 pub fn check_device(requested: &str) -> anyhow::Result<()> {
     let info = blaze_workloads::device::device_info();
     match requested {
@@ -146,6 +150,14 @@ pub fn check_device(requested: &str) -> anyhow::Result<()> {
         "metal" => {
             bail!("--device metal: this blazec was built without Metal support (build with the `metal` feature)")
         }
+        "cuda" if !cfg!(feature = "cuda") => bail!(
+            "--device cuda: this blazec was built without Burn's CUDA backend (`./blaze` builds it on a machine with an NVIDIA GPU; by hand: cargo build --release -p blazec --features cuda)"
+        ),
+        "cuda" if info.backend != "cuda" => bail!("--device cuda: no CUDA device found ({})", info.adapter),
+        "cuda" => Ok(()),
+        "vulkan" | "lavapipe" | "wgpu" if cfg!(feature = "cuda") => bail!(
+            "--device {requested}: this blazec is built for Burn's CUDA backend (the `cuda` feature); build without it for wgpu"
+        ),
         "vulkan" if info.backend != "vulkan" => {
             bail!("--device vulkan: no Vulkan adapter found (wgpu offers `{}` on {})", info.adapter, info.backend)
         }
@@ -153,7 +165,7 @@ pub fn check_device(requested: &str) -> anyhow::Result<()> {
             bail!("--device lavapipe: the adapter is `{}`, not lavapipe (install mesa-vulkan-drivers)", info.adapter)
         }
         "vulkan" | "lavapipe" | "wgpu" => Ok(()),
-        other => bail!("--device {other}: unknown device (expected vulkan, metal, wgpu or lavapipe)"),
+        other => bail!("--device {other}: unknown device (expected cuda, vulkan, metal, wgpu or lavapipe)"),
     }
 }
 

@@ -1,58 +1,101 @@
 //! The default device and how to describe it in a plan contract.
 use blaze_ir::plan::DeviceInfo;
-use burn::tensor::{Device, DeviceKind};
+use burn::tensor::Device;
 use std::sync::OnceLock;
 
-/// The default wgpu device, pinned to Vulkan where the build has SPIR-V (feature `vulkan`).
+/// The default device: CUDA device 0 in a build with Burn's CUDA backend (feature `cuda`),
+/// otherwise the default wgpu device, pinned to Vulkan where the build has SPIR-V (feature
+/// `vulkan`).
 pub fn default_device() -> Device {
-    #[cfg(feature = "vulkan")]
+    #[cfg(feature = "cuda")]
     {
-        Device::vulkan(DeviceKind::DefaultDevice)
+        Device::cuda(0)
     }
-    #[cfg(not(feature = "vulkan"))]
+    #[cfg(all(feature = "vulkan", not(feature = "cuda")))]
     {
-        Device::wgpu(DeviceKind::DefaultDevice)
+        Device::vulkan(burn::tensor::DeviceKind::DefaultDevice)
+    }
+    #[cfg(not(any(feature = "vulkan", feature = "cuda")))]
+    {
+        Device::wgpu(burn::tensor::DeviceKind::DefaultDevice)
     }
 }
 
-/// The graphics API [`default_device`] is pinned to: Vulkan with SPIR-V, otherwise wgpu's choice.
+/// The graphics API a wgpu device is pinned to: Vulkan with SPIR-V, otherwise wgpu's choice.
 pub(crate) fn default_backend() -> burn::backend::wgpu::WgpuBackend {
     use burn::backend::wgpu::WgpuBackend;
     if cfg!(feature = "vulkan") { WgpuBackend::Vulkan } else { WgpuBackend::Auto }
 }
 
-/// Shader compiler of this build: `spirv` (feature `vulkan`, real GPUs) or `wgsl` (lavapipe).
-pub const COMPILER: &str = if cfg!(feature = "vulkan") { "spirv" } else { "wgsl" };
+/// Kernel compiler of this build, recorded in every plan contract so that a plan made with one
+/// never applies under another: `cuda` (feature `cuda`: CUDA C++ through NVRTC), `spirv`
+/// (feature `vulkan`, real GPUs) or `wgsl` (lavapipe).
+pub const COMPILER: &str = if cfg!(feature = "cuda") {
+    "cuda"
+} else if cfg!(feature = "vulkan") {
+    "spirv"
+} else {
+    "wgsl"
+};
 
-/// The adapter wgpu picks by default (the same high-performance request CubeCL makes).
+/// The device [`default_device`] runs on: the CUDA device's name (feature `cuda`), or the
+/// adapter wgpu picks by default (the same high-performance request CubeCL makes).
 pub fn device_info() -> DeviceInfo {
     static INFO: OnceLock<DeviceInfo> = OnceLock::new();
     INFO.get_or_init(|| {
-        use burn::backend::wgpu::wgpu;
-        let instance = wgpu::Instance::default();
-        let adapter = pollster_block(instance.request_adapter(&wgpu::RequestAdapterOptions {
-            power_preference: wgpu::PowerPreference::HighPerformance,
-            ..Default::default()
-        }));
-        let info = match adapter {
-            Ok(a) => {
-                let info = a.get_info();
-                DeviceInfo {
-                    adapter: info.name,
-                    backend: format!("{:?}", info.backend).to_lowercase(),
-                    compiler: COMPILER.into(),
-                }
-            }
-            Err(e) => {
-                DeviceInfo { adapter: format!("unavailable: {e}"), backend: "none".into(), compiler: COMPILER.into() }
-            }
-        };
+        #[cfg(feature = "cuda")]
+        let info = cuda_info();
+        #[cfg(not(feature = "cuda"))]
+        let info = wgpu_info();
         if let Some(warning) = backend_warning(&info) {
             eprintln!("{warning}");
         }
         info
     })
     .clone()
+}
+
+#[cfg(not(feature = "cuda"))]
+fn wgpu_info() -> DeviceInfo {
+    use burn::backend::wgpu::wgpu;
+    let instance = wgpu::Instance::default();
+    let adapter = pollster_block(instance.request_adapter(&wgpu::RequestAdapterOptions {
+        power_preference: wgpu::PowerPreference::HighPerformance,
+        ..Default::default()
+    }));
+    match adapter {
+        Ok(a) => {
+            let info = a.get_info();
+            DeviceInfo {
+                adapter: info.name,
+                backend: format!("{:?}", info.backend).to_lowercase(),
+                compiler: COMPILER.into(),
+            }
+        }
+        Err(e) => {
+            DeviceInfo { adapter: format!("unavailable: {e}"), backend: "none".into(), compiler: COMPILER.into() }
+        }
+    }
+}
+
+/// CUDA device 0 as CubeCL's CUDA runtime names it (the driver's device name). A machine
+/// without a CUDA driver or device gets `unavailable: ...` and backend `none`, as wgpu's does.
+#[cfg(feature = "cuda")]
+fn cuda_info() -> DeviceInfo {
+    let unavailable = |why: String| DeviceInfo {
+        adapter: format!("unavailable: {why}"),
+        backend: "none".into(),
+        compiler: COMPILER.into(),
+    };
+    // cudarc loads libcuda on first use and panics when it is missing: ask under a catch so a
+    // machine without the driver gets a description, not a crash.
+    let client = match std::panic::catch_unwind(|| cubecl::Device::cuda(0).map(|d| d.client())) {
+        Ok(Ok(client)) => client,
+        Ok(Err(e)) => return unavailable(format!("{e:?}")),
+        Err(_) => return unavailable("no CUDA driver (libcuda) could be loaded".into()),
+    };
+    let name = client.properties().identity.name.clone();
+    DeviceInfo { adapter: name, backend: "cuda".into(), compiler: COMPILER.into() }
 }
 
 /// The one warning for a device wgpu reaches through OpenGL: on a machine with no Vulkan
@@ -72,6 +115,7 @@ pub fn backend_warning(device: &DeviceInfo) -> Option<String> {
 }
 
 /// Minimal executor for wgpu's adapter request (no async runtime in this crate).
+#[cfg(not(feature = "cuda"))]
 fn pollster_block<F: std::future::Future>(fut: F) -> F::Output {
     use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
     fn noop(_: *const ()) {}

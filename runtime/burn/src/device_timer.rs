@@ -11,7 +11,6 @@
 //! time, never to time a step; `blazec profile` runs its timed steps without it.
 use burn_fusion::observer::{BlockOperations, FusionObservation, FusionObserver};
 use cubecl::client::{Client, ProfileWindow};
-use cubecl::device::WgpuDevice;
 use cubecl::profile::{ProfileDuration, TimingMethod};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -49,7 +48,14 @@ pub struct DeviceBlockTimerGuard {
 /// Burn's backend launches on (a different id would start a second server, whose windows
 /// would see none of the model's kernels).
 fn default_client() -> Client {
-    cubecl::Device::Wgpu(WgpuDevice::default().on(crate::device::default_backend())).client()
+    #[cfg(feature = "cuda")]
+    {
+        cubecl::Device::Cuda(cubecl::device::CudaDevice::new(0)).client()
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        cubecl::Device::Wgpu(cubecl::device::WgpuDevice::default().on(crate::device::default_backend())).client()
+    }
 }
 
 impl DeviceBlockTimer {
