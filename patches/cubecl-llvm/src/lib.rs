@@ -46,10 +46,7 @@ pub mod nvptx {
             /// The newest version a driver of CUDA `driver` loads, as `cuDriverGetVersion`
             /// reports it (12.8 is `12080`). `None` below CUDA 10.0.
             pub fn for_driver(driver: i32) -> Option<Self> {
-                DRIVER_PTX
-                    .iter()
-                    .find(|(first_driver, _)| driver >= *first_driver)
-                    .map(|(_, ptx)| Self(*ptx))
+                DRIVER_PTX.iter().find(|(first_driver, _)| driver >= *first_driver).map(|(_, ptx)| Self(*ptx))
             }
         }
 
@@ -264,9 +261,7 @@ mod tests {
 
     #[test]
     fn the_nvptx_target_speaks_llvm() {
-        let compiler = PlironCompiler {
-            target: LlvmTarget::Nvptx,
-        };
+        let compiler = PlironCompiler { target: LlvmTarget::Nvptx };
         assert_eq!(compiler.lang_tag(), "llvm");
         assert_eq!(compiler.extension(), "ll");
     }
