@@ -12,7 +12,15 @@ const STEPS: usize = 700;
 
 /// Every loss of Burn's own run of `steps` steps of [`MODEL`] from the same seed (`blazec run`
 /// with no warm-up or settling: its two untimed steps and the timed ones).
-fn burns_own_losses(dir: &std::path::Path, steps: usize) -> Vec<f32> {
+/// Made once for the binary: both live runs compare against the same run.
+fn burns_own_losses(steps: usize) -> Vec<f32> {
+    static LOSSES: std::sync::OnceLock<(usize, Vec<f32>)> = std::sync::OnceLock::new();
+    let (made_for, losses) = LOSSES.get_or_init(|| (steps, burns_own_run(&scratch("live-burn"), steps)));
+    assert_eq!(*made_for, steps, "one length of Burn's run serves every test");
+    losses.clone()
+}
+
+fn burns_own_run(dir: &std::path::Path, steps: usize) -> Vec<f32> {
     let report = dir.join("burn.ron");
     let mut args = vec!["run"];
     args.extend(MODEL);
@@ -104,7 +112,7 @@ fn a_live_run_settles_rechecks_and_keeps_burns_numbers() {
 
     // Burn's own run of the same steps from the same seed: the live run's every loss within the
     // verification tolerance (relative to the largest loss).
-    let burn = burns_own_losses(&dir, STEPS);
+    let burn = burns_own_losses(STEPS);
     assert_eq!(burn.len(), STEPS);
     let diff = max_rel_diff(&run.losses, &burn);
     eprintln!("live run vs Burn's run: largest relative loss difference {diff:e} over {STEPS} steps");
@@ -241,7 +249,7 @@ fn a_captured_arm_whose_recording_fails_on_the_runs_own_steps_is_withdrawn_with_
     assert_eq!((r.steps as usize, run.losses.len()), (STEPS, STEPS), "every call one step");
     assert!(run.losses.iter().all(|l| l.is_finite()));
 
-    let burn = burns_own_losses(&dir, STEPS);
+    let burn = burns_own_losses(STEPS);
     let until = withdrawn[0] as usize;
     let diff = max_rel_diff(&run.losses[..until], &burn[..until]);
     assert!(diff <= blaze_compiler::tune::verify::REL_TOL, "losses before the failure drifted {diff:e} from Burn's");

@@ -213,7 +213,11 @@ fn tune_killed_at_any_point_leaves_no_torn_plan_and_a_second_tune_works() {
 #[test]
 fn two_tunes_into_the_same_output_leave_one_whole_plan() {
     let dir = scratch("tune-twice");
-    let args = small_tune(&dir);
+    // The subject is the write at the end, not the search: one candidate, no beam widths.
+    let mut args = small_tune(&dir);
+    let at = args.iter().position(|a| a == "--budget").unwrap();
+    args[at + 1] = "1".into();
+    args.splice(at..at, ["--max-blocks".to_string(), "none".to_string()]);
     let (a, b) = (spawn_tune(&args, std::process::Stdio::piped()), spawn_tune(&args, std::process::Stdio::piped()));
     for child in [a, b] {
         let out = child.wait_with_output().unwrap();
