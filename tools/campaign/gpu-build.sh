@@ -11,6 +11,18 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ./vendor/setup.sh >/dev/null
+# GPU_BACKEND=cuda: blazec alone with Burn's CUDA backend (feature `cuda`), packed as
+# .gpu-cuda/blazec.xz, in its own target directory (the one `./blaze` uses for CUDA).
+if [ "${GPU_BACKEND:-vulkan}" = cuda ]; then
+  export CARGO_TARGET_DIR="${GPU_TARGET_DIR:-/var/tmp/blaze-target-cuda}"
+  cargo build --release -p blazec --features blazec/cuda,blazec/faults
+  "$CARGO_TARGET_DIR/release/blazec" --version | grep -q "shader compiler cuda" \
+    || { echo "blazec was built without CUDA: $("$CARGO_TARGET_DIR/release/blazec" --version)" >&2; exit 1; }
+  mkdir -p .gpu-cuda
+  strip -o /tmp/blazec-cuda.stripped "$CARGO_TARGET_DIR/release/blazec"
+  xz -T2 -6 -c /tmp/blazec-cuda.stripped > .gpu-cuda/.blazec.xz.part && mv .gpu-cuda/.blazec.xz.part .gpu-cuda/blazec.xz
+  ls -la .gpu-cuda; exit 0
+fi
 export CARGO_TARGET_DIR="${GPU_TARGET_DIR:-/var/tmp/blaze-target-vk}"
 pkgs=(-p blazec -p blaze-overhead --features blazec/vulkan,blazec/faults,blaze-overhead/vulkan)
 mkdir -p .gpu .gpu-overhead

@@ -79,13 +79,24 @@
 # none). Whether a stage ran warm is written beside its results (cache-state.txt).
 #
 # $DEADLINE (seconds, default 540): no stage starts a process that could run past it.
+#
+# $GPU_BACKEND: vulkan (default: Burn's wgpu backend, SPIR-V; binary .gpu/blazec.xz) or cuda
+# (Burn's CUDA backend; binary .gpu-cuda/blazec.xz, from `GPU_BACKEND=cuda
+# tools/campaign/gpu-build.sh`). With cuda, tunes run `--device cuda` and shipped plans are
+# looked up as <model>.<regime>.<dev>-cuda.ron.
 set -uo pipefail
+GPU_BACKEND=${GPU_BACKEND:-vulkan}
+case $GPU_BACKEND in
+  vulkan) BIN_DIR=.gpu; DEVICE_FLAG=vulkan ;;
+  cuda) BIN_DIR=.gpu-cuda; DEVICE_FLAG=cuda; export CUDA_PATH=${CUDA_PATH:-/usr/local/cuda} ;;
+  *) echo "GPU_BACKEND must be vulkan or cuda, not $GPU_BACKEND" >&2; exit 2 ;;
+esac
 T0=$(date +%s); REPO=$(pwd)
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp
 export __GL_SHADER_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1 __GL_SHADER_DISK_CACHE_SIZE=4000000000
 for b in blazec blaze-overhead-patched blaze-overhead-stock; do
-  for dir in .gpu .gpu-overhead; do
+  for dir in $BIN_DIR .gpu-overhead; do
     [ -f $dir/$b.xz ] && xz -dc $dir/$b.xz > /tmp/$b && chmod +x /tmp/$b
   done
 done
@@ -136,6 +147,7 @@ count_and_batch() {
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv > $R/gpu.txt 2>&1
 # The suffix of this machine's shipped plans and autotune decisions.
 DEV=h100; nvidia-smi -L | grep -q H200 && DEV=h200
+[ $GPU_BACKEND = cuda ] && DEV=$DEV-cuda
 # The host: the op-stream check's cost per operation is CPU time, and its span clock reads the
 # monotonic clock (cheap only with a vDSO clock source such as tsc).
 { echo "clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>&1)"; lscpu | grep -E 'Model name|^CPU\(s\)'; echo "cpus with sha_ni: $(grep -c -w sha_ni /proc/cpuinfo)"; } >> $R/gpu.txt 2>&1
@@ -151,7 +163,7 @@ for stage in ${STAGES:-}; do
     tune)
       mkdir -p $R/plans; id=$a.$b; batch=""; [ -n "$c" ] && { id=$a.$b.b$c; batch="--batch $c"; }
       cross=--no-fusion-off; [ "${CROSS_CHECK:-0}" = 1 ] && cross=""
-      timed ${TUNE_TIMEOUT:-400} /tmp/blazec tune $a --regime $b $batch --device vulkan --budget ${BUDGET:-16} \
+      timed ${TUNE_TIMEOUT:-400} /tmp/blazec tune $a --regime $b $batch --device $DEVICE_FLAG --budget ${BUDGET:-16} \
         --race-budget ${RACE_BUDGET:-120} $cross ${TUNE_ARGS:-} -v -o $R/plans/$id.ron > $R/$id.tune.txt 2> $R/$id.progress.txt ;;
     profile)
       id=$a.$b; batch=""; [ -n "$c" ] && { id=$a.$b.b$c; batch="--batch $c"; }
@@ -291,17 +303,17 @@ for stage in ${STAGES:-}; do
       # plan; then a tune of a small model works. First a one-step run shows the shape fails.
       od=$R/oom-$a; mkdir -p $od
       name=oom-run; timed 150 /tmp/blazec run $a --regime training --warmup 0 --steps 1 --settle-ms 0 > $od/run.txt 2>&1
-      name=oom-tune; timed 200 /tmp/blazec tune $a --regime training --device vulkan --budget 2 --race-budget 20 \
+      name=oom-tune; timed 200 /tmp/blazec tune $a --regime training --device $DEVICE_FLAG --budget 2 --race-budget 20 \
         -o $od/plan.ron > $od/tune.txt 2> $od/tune.err
       ls -la $od > $od/ls.txt
-      name=oom-after; timed 150 /tmp/blazec tune ${b:-chain-32} --regime training --device vulkan --budget 2 --race-budget 15 \
+      name=oom-after; timed 150 /tmp/blazec tune ${b:-chain-32} --regime training --device $DEVICE_FLAG --budget 2 --race-budget 15 \
         -o $od/after.ron > $od/after.txt 2> $od/after.err ;;
     lost)
       ld=$R/lost-$a; mkdir -p $ld
-      name=lost-tune; timed 240 /tmp/blazec tune $a --regime training --device vulkan --budget 4 --race-budget 20 \
+      name=lost-tune; timed 240 /tmp/blazec tune $a --regime training --device $DEVICE_FLAG --budget 4 --race-budget 20 \
         --no-fusion-off --hang-timeout 60 --inject-device-lost 2 -o $ld/plan.ron > $ld/tune.txt 2> $ld/tune.err
       ls -la $ld > $ld/ls.txt
-      name=lost-again; timed 200 /tmp/blazec tune $a --regime training --device vulkan --budget 4 --race-budget 20 \
+      name=lost-again; timed 200 /tmp/blazec tune $a --regime training --device $DEVICE_FLAG --budget 4 --race-budget 20 \
         --no-fusion-off -o $ld/again.ron > $ld/again.txt 2> $ld/again.err ;;
     demo)
       # From the checkout, as `./blaze demo` runs: the demo seeds CubeCL's cache from the
