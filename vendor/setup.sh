@@ -57,7 +57,18 @@ for crate in "${CRATES[@]}"; do
     (cd "$scratch" && patch -p1 --quiet --forward --no-backup-if-mismatch < "$root/$patch") \
       || { echo "setup: $patch does not apply to $crate" >&2; exit 4; }
   fi
-  if [ ! -d "$patched" ] || ! diff -rq -x '.blaze-*' "$scratch" "$patched" >/dev/null; then
+  if [ ! -d "$patched" ]; then
+    mv "$scratch" "$patched"
+    # A first copy (a fresh clone) gets the time of the patch's last commit as every file's
+    # mtime, not the time of this run: cargo rebuilds a path crate whose sources are newer than
+    # its build, so a fresh clone beside a kept target directory reuses a build of the same
+    # patch (CI's clones: Burn is not rebuilt), while a build older than the patch's commit is
+    # rebuilt. Only for a patch as committed: an edited one keeps this run's time.
+    if committed="$(git -C "$root" log -1 --format=%ct -- "$patch" 2>/dev/null)" && [ -n "$committed" ] \
+      && git -C "$root" diff --quiet HEAD -- "$patch" 2>/dev/null; then
+      find "$patched" -exec touch -h -d "@$committed" {} +
+    fi
+  elif ! diff -rq -x '.blaze-*' "$scratch" "$patched" >/dev/null; then
     rm -rf "$patched"; mv "$scratch" "$patched"
   else
     rm -rf "$scratch"
