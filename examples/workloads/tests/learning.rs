@@ -46,9 +46,8 @@ fn assert_learns(losses: &[f32], below: f32) {
     assert!(tail < below, "mean of the last 5 losses {tail} is not below {below}: {losses:?}");
 }
 
-// The fast tier trains the attention workloads at batch 2, sequence 32 (a quarter of the tokens
-// of batch 4, sequence 64: on lavapipe nine tenths of a step is matmul work, which shrinks with
-// them); the long tier holds the same bar at batch 4, sequence 64.
+// The fast tier trains attention-d257 at batch 2, sequence 32; the long tier holds the same bar
+// at batch 4, sequence 64.
 
 #[test]
 fn attention_d257_learns() {
@@ -63,33 +62,28 @@ fn attention_d257_learns_at_b4s64() {
     assert_learns(&train("attention-d257", 4, 64, 40), 3.5);
 }
 
-#[test]
-fn gpt_small_learns() {
-    let _serial = serial();
-    assert_learns(&train("gpt-small", 2, 32, 40), 3.5);
-}
+// gpt-small, lstm-h256 and moe-e8k2 reach the bar in the long tier only (three to four minutes
+// each on lavapipe, where a step's cost is its kernel launches, not its shape). The fast tier
+// trains each of them at a small shape (`every_workload_runs_forward_and_training`), and
+// gpt-small's architecture reaches the bar there as gpt-small-device-dropout
+// (examples/workloads/tests/device_dropout.rs::it_learns).
 
 #[test]
-#[ignore = "long tier: gpt-small at batch 4, sequence 64; fast: examples/workloads/tests/learning.rs::gpt_small_learns"]
+#[ignore = "long tier: gpt-small reaches the learning bar at batch 4, sequence 64; fast: examples/workloads/tests/device_dropout.rs::it_learns"]
 fn gpt_small_learns_at_b4s64() {
     let _serial = serial();
     assert_learns(&train("gpt-small", 4, 64, 40), 3.5);
 }
 
 #[test]
+#[ignore = "long tier: lstm-h256 reaches the learning bar; fast: examples/workloads/tests/learning.rs::every_workload_runs_forward_and_training"]
 fn lstm_h256_learns() {
     let _serial = serial();
     assert_learns(&train("lstm-h256", 8, 16, 80), 3.5);
 }
 
 #[test]
-fn moe_e8k2_learns() {
-    let _serial = serial();
-    assert_learns(&train("moe-e8k2", 2, 32, 40), 3.5);
-}
-
-#[test]
-#[ignore = "long tier: moe-e8k2 at batch 4, sequence 64; fast: examples/workloads/tests/learning.rs::moe_e8k2_learns"]
+#[ignore = "long tier: moe-e8k2 reaches the learning bar at batch 4, sequence 64; fast: examples/workloads/tests/learning.rs::every_workload_runs_forward_and_training"]
 fn moe_e8k2_learns_at_b4s64() {
     let _serial = serial();
     assert_learns(&train("moe-e8k2", 4, 64, 40), 3.5);
