@@ -5,9 +5,14 @@
 use blaze_ir::PlanFile;
 use std::path::Path;
 
-/// A shipped plan's file name ends `.<device>.ron`; the device's Vulkan adapter name.
-const DEVICES: [(&str, &str); 3] =
-    [("h200", "NVIDIA H200"), ("h100", "NVIDIA H100 80GB HBM3"), ("lavapipe", "llvmpipe (LLVM 15.0.6, 256 bits)")];
+/// A shipped plan's file name ends `.<device>.ron`; the device's adapter name. A `-cuda` device
+/// is the same card under Burn's CUDA backend (its plans record backend and compiler `cuda`).
+const DEVICES: [(&str, &str); 4] = [
+    ("h200", "NVIDIA H200"),
+    ("h100", "NVIDIA H100 80GB HBM3"),
+    ("lavapipe", "llvmpipe (LLVM 15.0.6, 256 bits)"),
+    ("h100-cuda", "NVIDIA H100 80GB HBM3"),
+];
 
 /// Checks every `<model>.<regime>.<device>.ron` in `dir` and returns how many there were.
 fn check_plans_in(dir: &Path) -> usize {
@@ -26,6 +31,9 @@ fn check_plans_in(dir: &Path) -> usize {
         assert_eq!(plan.contract.model, model, "{name}");
         assert_eq!(format!("{:?}", plan.contract.regime).to_lowercase(), regime, "{name}");
         assert_eq!(plan.contract.device.adapter, adapter, "{name}");
+        let cuda = device.ends_with("-cuda");
+        assert_eq!(plan.contract.device.backend == "cuda", cuda, "{name}: backend {}", plan.contract.device.backend);
+        assert_eq!(plan.contract.device.compiler == "cuda", cuda, "{name}: compiler {}", plan.contract.device.compiler);
         assert!(!plan.cuts.is_empty() || !plan.settings.is_default(), "{name}: Burn's own plan");
         let verification = plan.measurements.as_ref().and_then(|m| m.verification());
         assert!(verification.as_ref().is_some_and(|v| v.keeps()), "{name}: verified? {verification:?}");
