@@ -11,6 +11,9 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ./vendor/setup.sh >/dev/null
+# Packed beside and renamed into place: a device call carrying .gpu meanwhile takes the old
+# binary or the new one, never half of one.
+pack() { strip -o "/tmp/$2.stripped" "$CARGO_TARGET_DIR/release/$1"; xz -T2 -6 -c "/tmp/$2.stripped" > "$3/.$2.xz.part"; mv "$3/.$2.xz.part" "$3/$2.xz"; }
 # GPU_BACKEND=cuda: blazec alone with Burn's CUDA backend (feature `cuda`), packed as
 # .gpu-cuda/blazec.xz, in its own target directory (the one `./blaze` uses for CUDA).
 if [ "${GPU_BACKEND:-vulkan}" = cuda ]; then
@@ -19,16 +22,12 @@ if [ "${GPU_BACKEND:-vulkan}" = cuda ]; then
   "$CARGO_TARGET_DIR/release/blazec" --version | grep -q "shader compiler cuda" \
     || { echo "blazec was built without CUDA: $("$CARGO_TARGET_DIR/release/blazec" --version)" >&2; exit 1; }
   mkdir -p .gpu-cuda
-  strip -o /tmp/blazec-cuda.stripped "$CARGO_TARGET_DIR/release/blazec"
-  xz -T2 -6 -c /tmp/blazec-cuda.stripped > .gpu-cuda/.blazec.xz.part && mv .gpu-cuda/.blazec.xz.part .gpu-cuda/blazec.xz
+  pack blazec blazec .gpu-cuda
   ls -la .gpu-cuda; exit 0
 fi
 export CARGO_TARGET_DIR="${GPU_TARGET_DIR:-/var/tmp/blaze-target-vk}"
 pkgs=(-p blazec -p blaze-overhead --features blazec/vulkan,blazec/faults,blaze-overhead/vulkan)
 mkdir -p .gpu .gpu-overhead
-# Packed beside and renamed into place: a device call carrying .gpu meanwhile takes the old
-# binary or the new one, never half of one.
-pack() { strip -o "/tmp/$2.stripped" "$CARGO_TARGET_DIR/release/$1"; xz -T2 -6 -c "/tmp/$2.stripped" > "$3/.$2.xz.part"; mv "$3/.$2.xz.part" "$3/$2.xz"; }
 
 cargo build --release "${pkgs[@]}"
 # A plan records its shader compiler: a GPU binary without SPIR-V makes plans no shipped one

@@ -102,12 +102,9 @@ fn tune(args: &DemoArgs, shape: &[String], plan: &Path) -> anyhow::Result<String
     let report_path = args.out.join("tune-report.md");
     let mut cmd = blazec()?;
     cmd.args(["tune", &args.model, "--regime", "training"]).args(shape);
-    // The backend this blazec was built for: CUDA in a `cuda` build (./blaze's on an NVIDIA GPU
-    // with the CUDA toolkit), Vulkan otherwise (lavapipe included).
-    let device = if cfg!(feature = "cuda") { "cuda" } else { "vulkan" };
     cmd.args([
         "--device",
-        device,
+        super::tune::NATIVE_DEVICE,
         "--budget",
         "2",
         // One beam width besides Burn's: every candidate compiles and autotunes its own kernels,

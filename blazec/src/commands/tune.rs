@@ -137,8 +137,12 @@ pub struct TuneArgs {
     pub faults: crate::faults::TuneFaults,
 }
 
-/// `--device`'s default: the backend this blazec was built for.
-const DEFAULT_DEVICE: &str = if cfg!(feature = "cuda") { "cuda" } else { "wgpu" };
+/// The device this blazec's backend runs natively: CUDA in a build with the `cuda` feature,
+/// Vulkan otherwise (lavapipe included).
+pub const NATIVE_DEVICE: &str = if cfg!(feature = "cuda") { "cuda" } else { "vulkan" };
+
+/// `--device`'s default: CUDA in a `cuda` build, otherwise any wgpu adapter.
+const DEFAULT_DEVICE: &str = if cfg!(feature = "cuda") { NATIVE_DEVICE } else { "wgpu" };
 
 pub fn check_device(requested: &str) -> anyhow::Result<()> {
     let info = blaze_workloads::device::device_info();
