@@ -80,5 +80,5 @@ fn the_gate_refuses_a_captured_step_whose_dropout_seed_is_baked_in() {
     // The repeated masks leave the eager chain from the first replay: a gate of 3 warm-up steps,
     // 4 preparing and 5 replays shows it (a shorter gate can only make a refusal harder).
     let verdict = verify(&plan, &["--gate-steps", "12"], &env);
-    assert!(verdict.contains("Refused(\"different"), "the repeated masks show in the numbers: {verdict}");
+    assert!(verdict.contains("detail: \"different"), "the repeated masks show in the numbers: {verdict}");
 }

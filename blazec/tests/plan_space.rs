@@ -39,7 +39,7 @@ fn verify_gate_refuses_a_faulty_plan_and_verifies_a_sound_one() {
         &ok(&["verify", "--trace", trace_path.to_str().unwrap(), "--every-live", "4", "--inject-fault"]).stdout,
     )
     .into_owned();
-    assert!(faulty.contains("Refused(\"different"), "{faulty}");
+    assert!(faulty.contains("detail: \"different"), "{faulty}");
     let sound =
         String::from_utf8_lossy(&ok(&["verify", "--trace", trace_path.to_str().unwrap(), "--every-live", "4"]).stdout)
             .into_owned();
@@ -88,7 +88,7 @@ fn verify_gate_refuses_a_plan_whose_fused_kernels_compute_a_wrong_value() {
         blazec_env(&["verify", "--plan", plan.to_str().unwrap()], &[(blaze_runtime::fault::FUSED_FAULT_ENV, &fault)]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("Refused(\"different"), "{stdout}");
+    assert!(stdout.contains("detail: \"different"), "{stdout}");
 }
 
 /// A candidate that hangs or crashes the process is recorded as broken and the tune

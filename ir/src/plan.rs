@@ -304,7 +304,110 @@ pub enum VerifyOutcome {
         alternate: Option<ReferenceDrift>,
     },
     /// Different or broken numbers: the plan is not kept.
-    Refused(String),
+    Refused(Refusal),
+}
+
+/// Why the gate refused a plan: `kind` is what code decides by, `detail` the sentence for
+/// people (it may be reworded freely). Files written before 2026-12-07 hold the sentence
+/// alone (`Refused("different: ...")`); they read with the kind their sentence began with.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Refusal {
+    pub kind: RefusalKind,
+    pub detail: String,
+}
+
+/// The kinds of refusal, each with what follows from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RefusalKind {
+    /// Finite numbers, further from the reference than the tolerance: a long training run's
+    /// rounding drift can explain it (the gate then measures Burn's own drift).
+    BeyondTolerance,
+    /// Finite numbers within the tolerance, but a prediction's argmax differs: drift can
+    /// explain it too.
+    FlippedPrediction,
+    /// Not finite where the reference is: stale state or a broken kernel, never drift.
+    NotFinite,
+    /// The run itself broke (a panic, outputs missing, outputs not finite in both runs).
+    Broken,
+    /// A captured plan whose recording did not happen or fell back.
+    NotCaptured,
+    /// Burn's own plan does not reproduce itself on a fresh instance: nothing can be checked.
+    Unreproducible,
+    /// A sentence from a file written before the kinds, that begins with none of theirs.
+    Unclassified,
+}
+
+impl RefusalKind {
+    /// Numbers that were computed and compared, and differ (not a broken or missing run).
+    pub fn is_different_numbers(self) -> bool {
+        matches!(self, RefusalKind::BeyondTolerance | RefusalKind::FlippedPrediction | RefusalKind::NotFinite)
+    }
+
+    /// A difference a long training run's rounding drift can explain.
+    pub fn drift_can_explain(self) -> bool {
+        matches!(self, RefusalKind::BeyondTolerance | RefusalKind::FlippedPrediction)
+    }
+
+    /// The kind an older file's sentence stands for: how each of the gate's sentences began
+    /// before the kinds were recorded (the only place those sentences are read).
+    fn of_legacy_sentence(text: &str) -> Self {
+        const BEGINNINGS: [(&str, RefusalKind); 6] = [
+            ("different: relative difference", RefusalKind::BeyondTolerance),
+            ("different: argmax differs", RefusalKind::FlippedPrediction),
+            ("different: not finite", RefusalKind::NotFinite),
+            ("broken: ", RefusalKind::Broken),
+            ("not captured: ", RefusalKind::NotCaptured),
+            ("cannot check: ", RefusalKind::Unreproducible),
+        ];
+        BEGINNINGS.iter().find(|(b, _)| text.starts_with(b)).map_or(RefusalKind::Unclassified, |&(_, k)| k)
+    }
+}
+
+impl Refusal {
+    pub fn new(kind: RefusalKind, detail: impl Into<String>) -> Self {
+        Refusal { kind, detail: detail.into() }
+    }
+}
+
+impl VerifyOutcome {
+    /// A refusal of `kind`, said by `detail`.
+    pub fn refused(kind: RefusalKind, detail: impl Into<String>) -> Self {
+        VerifyOutcome::Refused(Refusal::new(kind, detail))
+    }
+
+    /// The refusal's kind, if refused.
+    pub fn refusal_kind(&self) -> Option<RefusalKind> {
+        match self {
+            VerifyOutcome::Refused(r) => Some(r.kind),
+            _ => None,
+        }
+    }
+}
+
+/// Reads both forms: `(kind: K, detail: "...")`, and an older file's bare sentence.
+impl<'de> Deserialize<'de> for Refusal {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Typed {
+            kind: RefusalKind,
+            detail: String,
+        }
+        struct Either;
+        impl<'de> serde::de::Visitor<'de> for Either {
+            type Value = Refusal;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a refusal: (kind: .., detail: \"..\") or a sentence")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Refusal, E> {
+                Ok(Refusal::new(RefusalKind::of_legacy_sentence(text), text))
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, map: M) -> Result<Refusal, M::Error> {
+                let t = Typed::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(Refusal { kind: t.kind, detail: t.detail })
+            }
+        }
+        deserializer.deserialize_any(Either)
+    }
 }
 
 /// How far one of Burn's own executions (`execution`, e.g. `Burn's default plan`) is from the
@@ -357,7 +460,7 @@ impl std::fmt::Display for VerifyOutcome {
                 }
                 write!(f, ")")
             }
-            VerifyOutcome::Refused(why) => write!(f, "refused: {why}"),
+            VerifyOutcome::Refused(r) => write!(f, "refused: {}", r.detail),
         }
     }
 }

@@ -21,7 +21,7 @@
 use crate::model::{Description, Model, RecordFailure, RecordableStep, Recording, RecordingMemory, StepOutput};
 use crate::recorder::{RecordedStep, StepRecorder};
 use blaze_ir::BoundaryId;
-use blaze_ir::plan::Settings;
+use blaze_ir::plan::{Regime, Settings};
 
 mod cuts;
 pub use cuts::record_plan_on;
@@ -29,6 +29,51 @@ pub use cuts::record_plan_on;
 /// Eager steps before recording by default: the first explores and compiles, the next ones
 /// run cached plans (as the op-stream check and the harness's warm-up need them to).
 pub const WARM_STEPS: usize = 3;
+
+/// Eager calls past the warm-up a step made from a bundle waits at most for the bundle's watch
+/// to recognise the program's step ([`decide`]).
+pub const UNDECIDED_CALLS: usize = 8;
+
+/// What a captured step does once its warm-up calls have run ([`decide`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Decision {
+    Record,
+    /// One more eager call: the bundle's watch has not recognised the step yet.
+    Wait,
+    /// Eager execution from now on, for this reason (not a failure: nothing to warn about).
+    Eager(String),
+}
+
+/// The one rule for a captured step whose recording the bundle decides (`from_bundle`, and
+/// blazec's runs with `--bundle`), after `calls` eager calls (at least `warm`): record when the
+/// entry installed for the program's op stream is a captured entry of the step's regime, eager
+/// when it is not. When no entry matches the stream: a forward step stays eager (the watch
+/// recognises a forward loop's step); a training step records if the bundle holds a captured
+/// training entry for this device, because a user's training loop makes its batch and writes
+/// its optimizer state outside the traced step's window, so its op stream is not the traced
+/// one (docs/plans-and-bundles.md); the recording is checked against eager calls either way.
+/// While the watch has not judged the stream, a forward step waits up to [`UNDECIDED_CALLS`]
+/// calls; a training step does not wait (its stream may never be recognised). Without a
+/// bundle (`None`) the step records.
+pub fn decide(bundle: Option<&(crate::CaptureSource, Regime)>, calls: usize, warm: usize) -> Decision {
+    let Some((source, regime)) = bundle else { return Decision::Record };
+    let unrecognised = |why: String| match (regime, source.holds_captured(*regime)) {
+        (Regime::Training, Some(_)) => Decision::Record,
+        (Regime::Training, None) => {
+            Decision::Eager(format!("the bundle holds no captured training entry for this device; {why}"))
+        }
+        (Regime::Forward, _) => Decision::Eager(why),
+    };
+    match source.captures(*regime) {
+        crate::Captures::Yes(_) => Decision::Record,
+        crate::Captures::No(why) => Decision::Eager(why),
+        crate::Captures::Unrecognised(why) => unrecognised(why),
+        crate::Captures::NotYetKnown if *regime == Regime::Forward && calls < warm + UNDECIDED_CALLS => Decision::Wait,
+        crate::Captures::NotYetKnown => unrecognised(format!(
+            "the bundle's watch had not recognised this step's op stream after {calls} calls (each call must be one step between two syncs)"
+        )),
+    }
+}
 
 /// Where a captured model stands.
 #[derive(Clone, Debug, PartialEq)]
@@ -39,6 +84,17 @@ pub enum CaptureState {
     Replaying,
     /// Eager execution stays in force, for this reason (already warned about once).
     Eager(String),
+}
+
+/// How run reports say it: `captured`, `captured (warming up, …)` or `eager: <cause>`.
+impl std::fmt::Display for CaptureState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CaptureState::Replaying => write!(f, "captured"),
+            CaptureState::Warming { .. } => write!(f, "captured (warming up, not recorded yet)"),
+            CaptureState::Eager(why) => write!(f, "eager: {why}"),
+        }
+    }
 }
 
 /// A model whose steps are replayed from one recording (see the module docs).
@@ -58,6 +114,9 @@ pub struct Captured {
     /// eager warm-up step as observed from its sync.
     plan: Option<(Vec<BoundaryId>, Settings)>,
     eager_step: Option<RecordedStep>,
+    /// Records only when the bundle's entry for the program's op stream asks for it
+    /// ([`Captured::decided_by`]).
+    bundle: Option<(crate::CaptureSource, Regime)>,
 }
 
 impl Captured {
@@ -77,7 +136,16 @@ impl Captured {
             pending: Default::default(),
             plan: None,
             eager_step: None,
+            bundle: None,
         }
+    }
+
+    /// Records only if the entry the bundle installs for the program's op stream is a captured
+    /// entry of `regime` ([`decide`]); otherwise steps stay eager, with the reason in
+    /// [`Captured::execution`].
+    pub fn decided_by(mut self, source: crate::CaptureSource, regime: Regime) -> Self {
+        self.bundle = Some((source, regime));
+        self
     }
 
     /// Records under a plan with `cuts` (installed eagerly by the caller) and `settings`: the
@@ -100,11 +168,7 @@ impl Captured {
 
     /// `captured`, `captured (warming up)` or `eager: <cause>`, as run reports say it.
     pub fn execution(&self) -> String {
-        match &self.state {
-            CaptureState::Replaying => "captured".into(),
-            CaptureState::Warming { .. } => "captured (warming up, not recorded yet)".into(),
-            CaptureState::Eager(why) => format!("eager: {why}"),
-        }
+        self.state.to_string()
     }
 
     /// Replays run so far.
@@ -238,7 +302,17 @@ impl Model for Captured {
                 }
                 None
             }
-            CaptureState::Warming { .. } => self.record(capture),
+            CaptureState::Warming { eager_steps } => match decide(self.bundle.as_ref(), eager_steps, self.warm_steps) {
+                Decision::Record => self.record(capture),
+                Decision::Wait => {
+                    self.state = CaptureState::Warming { eager_steps: eager_steps + 1 };
+                    None
+                }
+                Decision::Eager(why) => {
+                    self.state = CaptureState::Eager(why);
+                    None
+                }
+            },
             CaptureState::Replaying => self.replay(capture),
             CaptureState::Eager(_) => None,
         };

@@ -8,6 +8,8 @@
 use crate::model_args::{ModelArgs, resolve_model};
 use blaze_compiler::autotune::pin_autotune_cache;
 use blaze_compiler::catalog::Resolver;
+use blaze_compiler::runner::RunReport;
+use blaze_ir::PlanFile;
 use blaze_ir::plan::Regime;
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -72,7 +74,10 @@ pub fn demo(resolve: &Resolver, args: &DemoArgs) -> anyhow::Result<()> {
     let plan = args.out.join("plan.ron");
     let report = tune(args, &shape, &plan)?;
     print_summary(&report);
-    if report.lines().any(|l| l.starts_with("**Selected:** c0: burn")) {
+    // What the tune kept, from the plan file it wrote (never from its report's wording):
+    // no cut and no setting of its own is Burn's plan.
+    let kept = PlanFile::read(&plan)?;
+    if kept.cuts.is_empty() && kept.settings.is_default() {
         println!("\nBurn's own plan was kept: nothing raced was faster with confidence (above). Nothing to apply.");
         return Ok(());
     }
@@ -143,40 +148,36 @@ fn print_summary(report: &str) {
     }
 }
 
-/// One fresh `blazec run` of the model, optionally under `plan`: its printed lines.
-fn run(args: &DemoArgs, shape: &[String], plan: Option<&Path>) -> anyhow::Result<String> {
+/// One fresh `blazec run` of the model, optionally under `plan`: its report (`--report`, RON;
+/// its printed lines are kept beside it for people).
+fn run(args: &DemoArgs, shape: &[String], plan: Option<&Path>) -> anyhow::Result<RunReport> {
+    let name = if plan.is_some() { "run-plan" } else { "run-burn" };
+    let report_path = args.out.join(format!("{name}.report.ron"));
     let mut cmd = blazec()?;
     cmd.args(["run", &args.model, "--regime", "training"]).args(shape).args(["--steps", &args.steps.to_string()]);
+    cmd.arg("--report").arg(&report_path);
     if let Some(plan) = plan {
         cmd.arg("--plan").arg(plan);
     }
     let out = cmd.stderr(Stdio::inherit()).output()?;
     anyhow::ensure!(out.status.success(), "blazec run failed");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let name = if plan.is_some() { "run-plan.txt" } else { "run-burn.txt" };
-    std::fs::write(args.out.join(name), &text)?;
-    Ok(text)
+    std::fs::write(args.out.join(format!("{name}.txt")), &out.stdout)?;
+    let text = std::fs::read_to_string(&report_path)?;
+    ron::from_str(&text).map_err(|e| anyhow::anyhow!("{}: not a run report: {e}", report_path.display()))
 }
 
-/// The value after `key` on the first line that starts with it.
-fn field<'a>(run: &'a str, key: &str) -> &'a str {
-    run.lines().find_map(|l| l.strip_prefix(key)).unwrap_or("?").trim()
+fn median_step_ms(run: &RunReport) -> Option<f64> {
+    (!run.step_ms.is_empty()).then(|| blaze_compiler::stats::median(&run.step_ms))
 }
 
-fn median_step_ms(run: &str) -> Option<f64> {
-    let list = field(run, "step ms:").trim_matches(|c| c == '[' || c == ']');
-    let v: Vec<f64> = list.split(',').filter_map(|x| x.trim().parse().ok()).collect();
-    (!v.is_empty()).then(|| blaze_compiler::stats::median(&v))
-}
-
-fn print_runs(burn: &str, kept: &str) {
+fn print_runs(burn: &RunReport, kept: &RunReport) {
     let (b, k) = (median_step_ms(burn), median_step_ms(kept));
-    println!("\nfresh processes, {} timed steps each:", field(kept, "step ms:").matches(',').count() + 1);
+    println!("\nfresh processes, {} timed steps each:", kept.step_ms.len());
     println!("  Burn's plan: median {} ms a step", b.map_or("?".into(), |m| format!("{m:.2}")));
     println!(
         "  kept plan ({}{}): median {} ms a step",
-        field(kept, "plan:"),
-        kept.lines().find(|l| l.starts_with("execution:")).map_or(String::new(), |l| format!(", {l}")),
+        kept.plan,
+        kept.execution.as_ref().map_or(String::new(), |e| format!(", execution: {e}")),
         k.map_or("?".into(), |m| format!("{m:.2}"))
     );
     if let (Some(b), Some(k)) = (b, k) {

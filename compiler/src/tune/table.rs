@@ -80,7 +80,7 @@ fn kept(r: &TuneResult) -> String {
             format!(", verified within drift ({max_rel_diff:.1e} over {steps} steps; unfused {unfused:.1e}{other})")
         }
         VerifyOutcome::NotSettled(why) => format!(", not settled: {why}"),
-        VerifyOutcome::Refused(why) => format!(", refused: {why}"),
+        VerifyOutcome::Refused(why) => format!(", refused: {}", why.detail),
     };
     match label.as_str() {
         "burn" => format!("Burn's plan{verify}"),

@@ -3,7 +3,8 @@
 use crate::candidate::Candidate;
 use crate::confirm::install;
 use crate::drive::record_step;
-use blaze_ir::plan::Regime;
+use blaze_ir::plan::{RefusalKind, Regime};
+use blaze_runtime::captured::CaptureState;
 use blaze_runtime::{ModelFactory, activate_burn_default};
 use serde::{Deserialize, Serialize};
 
@@ -113,16 +114,17 @@ pub fn verify(factory: &dyn ModelFactory, regime: Regime, winner: &Candidate, in
         match (probe(factory, regime, winner, inject_fault), probe(factory, regime, &Candidate::new(0, vec![]), false))
         {
             (Ok(a), Ok(b)) => (a, b),
-            (Err(e), _) | (_, Err(e)) => return VerifyOutcome::Refused(format!("broken: {e}")),
+            (Err(e), _) | (_, Err(e)) => return VerifyOutcome::refused(RefusalKind::Broken, format!("broken: {e}")),
         };
     let outcome = compare(&ours, &burn);
-    if !matches!(&outcome, VerifyOutcome::Refused(why) if why.starts_with("different")) {
+    if !outcome.refusal_kind().is_some_and(RefusalKind::is_different_numbers) {
         return outcome;
     }
     // Before blaming the plan, check that the model itself is reproducible: a second fresh
     // instance under Burn's plan must compute Burn's numbers. If not, say so (the refusal stands).
     match probe(factory, regime, &Candidate::new(0, vec![]), false) {
-        Ok(again) => unreproducible(&burn, &again).map_or(outcome, VerifyOutcome::Refused),
+        Ok(again) => unreproducible(&burn, &again)
+            .map_or(outcome, |why| VerifyOutcome::refused(RefusalKind::Unreproducible, why)),
         Err(_) => outcome,
     }
 }
@@ -161,16 +163,17 @@ pub fn verify_captured(
 ) -> VerifyOutcome {
     // The captured instance first: when its loss stops being finite at step k (a replay
     // updating stale state does within a few steps), the eager reference runs k steps only.
-    let (captured, execution) = match gate_probe(factory, regime, winner, steps) {
+    let (captured, state) = match gate_probe(factory, regime, winner, steps) {
         Ok(probe) => probe,
-        Err(e) => return VerifyOutcome::Refused(format!("broken: {e}")),
+        Err(e) => return VerifyOutcome::refused(RefusalKind::Broken, format!("broken: {e}")),
     };
-    if execution.as_deref() != Some("captured") {
-        return VerifyOutcome::Refused(format!("not captured: {}", execution.unwrap_or_default()));
+    if state != Some(CaptureState::Replaying) {
+        let execution = state.map_or("not a captured plan".into(), |s| s.to_string());
+        return VerifyOutcome::refused(RefusalKind::NotCaptured, format!("not captured: {execution}"));
     }
     let eager = match runs.probe(factory, regime, winner, captured.losses.len() as u32) {
         Ok(eager) => eager,
-        Err(e) => return VerifyOutcome::Refused(format!("broken: {e}")),
+        Err(e) => return VerifyOutcome::refused(RefusalKind::Broken, format!("broken: {e}")),
     };
     let strict = numbers(&captured, &eager);
     // A training run's rounding compounds over its steps (`drift`): measure Burn's own drift
@@ -205,13 +208,13 @@ pub(crate) fn reads_outputs(regime: Regime, step: u32, steps: u32) -> bool {
 }
 
 /// Every step's loss (outputs as [`reads_outputs`] says) of a fresh instance under `candidate` (wrapped in
-/// [`blaze_runtime::Captured`] when the candidate is captured, then with its execution state).
+/// [`blaze_runtime::Captured`] when the candidate is captured, then with its capture state).
 pub(crate) fn gate_probe(
     factory: &dyn ModelFactory,
     regime: Regime,
     candidate: &Candidate,
     steps: u32,
-) -> Result<(Probe, Option<String>), String> {
+) -> Result<(Probe, Option<CaptureState>), String> {
     install(candidate);
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let built = factory.build(regime)?;
@@ -260,7 +263,7 @@ pub(crate) fn gate_probe(
             partition,
             params,
         };
-        Ok((probe, captured.as_ref().map(|c| c.execution())))
+        Ok((probe, captured.as_ref().map(|c| c.state().clone())))
     }));
     activate_burn_default();
     result.unwrap_or_else(|_| Err("the probe panicked".into()))
@@ -270,8 +273,9 @@ pub(crate) fn gate_probe(
 fn unreproducible(burn: &Probe, again: &Probe) -> Option<String> {
     match numbers(again, burn) {
         VerifyOutcome::Refused(why) => Some(format!(
-            "cannot check: two fresh instances under Burn's plan already differ ({why}); \
-             the model is not reproducible: seed the device, then initialise every parameter, in ModelFactory::build"
+            "cannot check: two fresh instances under Burn's plan already differ ({}); \
+             the model is not reproducible: seed the device, then initialise every parameter, in ModelFactory::build",
+            why.detail
         )),
         _ => None,
     }
@@ -284,39 +288,40 @@ fn compare(ours: &Probe, burn: &Probe) -> VerifyOutcome {
     numbers(ours, burn)
 }
 
-/// How [`numbers`]' refusals of finite numbers begin: beyond the tolerance, or an argmax
-/// flipped (the refusals a long training run's drift can explain: `drift`).
-const BEYOND_TOLERANCE: &str = "different: relative difference";
-const FLIPPED: &str = "different: argmax differs in";
-
 /// The numeric comparison alone, whatever the two executed.
 fn numbers(ours: &Probe, burn: &Probe) -> VerifyOutcome {
     let all = |p: &Probe| p.losses.iter().chain(&p.logits).chain(&p.params).copied().collect::<Vec<f32>>();
     // Checked first: a probe stops at its first loss that is not finite.
     if let Some(i) = ours.losses.iter().zip(&burn.losses).position(|(x, y)| !x.is_finite() && y.is_finite()) {
-        return VerifyOutcome::Refused(format!(
-            "different: not finite where the reference is (the loss of step {})",
-            i + 1
-        ));
+        return VerifyOutcome::refused(
+            RefusalKind::NotFinite,
+            format!("different: not finite where the reference is (the loss of step {})", i + 1),
+        );
     }
     let (a, b) = (all(ours), all(burn));
     if a.len() != b.len() {
-        return VerifyOutcome::Refused("broken: outputs missing".into());
+        return VerifyOutcome::refused(RefusalKind::Broken, "broken: outputs missing");
     }
     if a.iter().zip(&b).any(|(x, y)| !x.is_finite() && y.is_finite()) {
-        return VerifyOutcome::Refused("different: not finite where the reference is".into());
+        return VerifyOutcome::refused(RefusalKind::NotFinite, "different: not finite where the reference is");
     }
     if a.iter().any(|x| !x.is_finite()) {
-        return VerifyOutcome::Refused("broken: outputs not finite".into());
+        return VerifyOutcome::refused(RefusalKind::Broken, "broken: outputs not finite");
     }
     if a == b {
         return VerifyOutcome::Verified { identical: true, max_rel_diff: 0.0 };
     }
     let (rel, flips) = divergence(ours, burn);
     if rel > REL_TOL {
-        VerifyOutcome::Refused(format!("{BEYOND_TOLERANCE} {rel:.2e} exceeds {REL_TOL:.0e}"))
+        VerifyOutcome::refused(
+            RefusalKind::BeyondTolerance,
+            format!("different: relative difference {rel:.2e} exceeds {REL_TOL:.0e}"),
+        )
     } else if flips > 0 {
-        VerifyOutcome::Refused(format!("{FLIPPED} {flips} prediction(s)"))
+        VerifyOutcome::refused(
+            RefusalKind::FlippedPrediction,
+            format!("different: argmax differs in {flips} prediction(s)"),
+        )
     } else {
         VerifyOutcome::Verified { identical: false, max_rel_diff: rel }
     }
@@ -381,22 +386,27 @@ mod tests {
             VerifyOutcome::Verified { identical: false, .. }
         ));
         assert!(
-            matches!(compare(&p(&[1.01], &[0.1, 0.9, 0.8, 0.2], "b"), &burn), VerifyOutcome::Refused(r) if r.starts_with("different"))
+            matches!(compare(&p(&[1.01], &[0.1, 0.9, 0.8, 0.2], "b"), &burn), VerifyOutcome::Refused(r) if r.kind == RefusalKind::BeyondTolerance)
         );
-        assert!(
-            matches!(compare(&p(&[f32::NAN], &[0.1, 0.9, 0.8, 0.2], "b"), &burn), VerifyOutcome::Refused(r) if r == "different: not finite where the reference is (the loss of step 1)")
+        assert_eq!(
+            compare(&p(&[f32::NAN], &[0.1, 0.9, 0.8, 0.2], "b"), &burn),
+            VerifyOutcome::refused(
+                RefusalKind::NotFinite,
+                "different: not finite where the reference is (the loss of step 1)"
+            )
         );
         let nan_burn = p(&[f32::NAN], &[0.1, 0.9, 0.8, 0.2], "a");
         assert!(
-            matches!(compare(&p(&[f32::NAN], &[0.1, 0.9, 0.8, 0.2], "b"), &nan_burn), VerifyOutcome::Refused(r) if r.starts_with("broken: outputs not finite"))
+            matches!(compare(&p(&[f32::NAN], &[0.1, 0.9, 0.8, 0.2], "b"), &nan_burn), VerifyOutcome::Refused(r) if r.kind == RefusalKind::Broken && r.detail.starts_with("broken: outputs not finite"))
         );
         assert!(
-            matches!(compare(&p(&[1.0], &[0.1, 0.9], "b"), &burn), VerifyOutcome::Refused(r) if r == "broken: outputs missing")
+            compare(&p(&[1.0], &[0.1, 0.9], "b"), &burn)
+                == VerifyOutcome::refused(RefusalKind::Broken, "broken: outputs missing")
         );
         // A probe that stopped at its first loss that is not finite.
         let long = p(&[1.0, 0.9, 0.8], &[0.1, 0.9, 0.8, 0.2, 0.1, 0.9], "a");
         assert!(
-            matches!(compare(&p(&[1.0, f32::NAN], &[0.1, 0.9, 0.8, 0.2], "b"), &long), VerifyOutcome::Refused(r) if r.ends_with("(the loss of step 2)"))
+            matches!(compare(&p(&[1.0, f32::NAN], &[0.1, 0.9, 0.8, 0.2], "b"), &long), VerifyOutcome::Refused(r) if r.kind == RefusalKind::NotFinite && r.detail.ends_with("(the loss of step 2)"))
         );
     }
 
@@ -408,17 +418,14 @@ mod tests {
         ours.params = vec![0.5, -2.0];
         assert_eq!(compare(&ours, &burn), VerifyOutcome::Verified { identical: true, max_rel_diff: 0.0 });
         ours.params[1] = -2.1;
-        assert!(
-            matches!(compare(&ours, &burn), VerifyOutcome::Refused(r) if r.starts_with("different")),
-            "a parameter off by 5 %"
-        );
+        assert!(compare(&ours, &burn).refusal_kind() == Some(RefusalKind::BeyondTolerance), "a parameter off by 5 %");
     }
 
     #[test]
     fn a_flipped_prediction_is_refused_even_within_tolerance() {
         let burn = p(&[1.0], &[0.5, 0.5000001], "a");
         assert!(
-            matches!(compare(&p(&[1.0], &[0.5000001, 0.5], "b"), &burn), VerifyOutcome::Refused(r) if r.contains("argmax"))
+            matches!(compare(&p(&[1.0], &[0.5000001, 0.5], "b"), &burn), VerifyOutcome::Refused(r) if r.kind == RefusalKind::FlippedPrediction && r.detail.contains("argmax"))
         );
     }
 }

@@ -293,7 +293,6 @@ fn older_plan_files_verification_text_reads_as_the_typed_record() {
             VerifyOutcome::Verified { identical: false, max_rel_diff: 2.0434913e-7 },
         ),
         ("NothingToCheck", VerifyOutcome::NothingToCheck),
-        ("Refused(\"different losses\")", VerifyOutcome::Refused("different losses".into())),
         ("NotSettled(\"nan\")", VerifyOutcome::NotSettled("nan".into())),
     ];
     for (text, typed) in cases {
@@ -302,6 +301,41 @@ fn older_plan_files_verification_text_reads_as_the_typed_record() {
         assert_eq!(VerifyOutcome::from_debug_text(&format!("{typed:?}")), Some(typed), "{text}");
     }
     assert_eq!(VerifyOutcome::from_debug_text("not an outcome"), None);
+    // A refusal's Debug text held its sentence alone: it reads with the kind the sentence names.
+    assert_eq!(
+        VerifyOutcome::from_debug_text("Refused(\"different losses\")"),
+        Some(VerifyOutcome::refused(RefusalKind::Unclassified, "different losses"))
+    );
+}
+
+#[test]
+fn a_refusal_is_written_with_its_kind_and_an_older_sentence_reads_with_the_kind_it_began_with() {
+    let typed = VerifyOutcome::refused(RefusalKind::FlippedPrediction, "different: argmax differs in 2 prediction(s)");
+    let text = ron::to_string(&typed).unwrap();
+    assert!(text.contains("kind:FlippedPrediction") || text.contains("kind: FlippedPrediction"), "{text}");
+    assert_eq!(ron::from_str::<VerifyOutcome>(&text).unwrap(), typed);
+    let older = [
+        ("Refused(\"different: relative difference 3.1e-3 exceeds 1e-5\")", RefusalKind::BeyondTolerance),
+        ("Refused(\"different: argmax differs in 1 prediction(s)\")", RefusalKind::FlippedPrediction),
+        ("Refused(\"different: not finite where the reference is\")", RefusalKind::NotFinite),
+        ("Refused(\"broken: outputs missing\")", RefusalKind::Broken),
+        ("Refused(\"not captured: eager: recording refused\")", RefusalKind::NotCaptured),
+        (
+            "Refused(\"cannot check: two fresh instances under Burn's plan already differ\")",
+            RefusalKind::Unreproducible,
+        ),
+        ("Refused(\"something else\")", RefusalKind::Unclassified),
+    ];
+    for (text, kind) in older {
+        let read = ron::from_str::<VerifyOutcome>(text).unwrap();
+        assert_eq!(read.refusal_kind(), Some(kind), "{text}");
+        // The sentence is kept whole: what the report shows does not change.
+        assert!(text.contains(&read.to_string()["refused: ".len()..]), "{text}: {read}");
+    }
+    // Kinds decide what follows: drift is measured for finite differences only.
+    assert!(RefusalKind::BeyondTolerance.drift_can_explain() && RefusalKind::FlippedPrediction.drift_can_explain());
+    assert!(!RefusalKind::NotFinite.drift_can_explain() && RefusalKind::NotFinite.is_different_numbers());
+    assert!(!RefusalKind::Broken.is_different_numbers() && !RefusalKind::NotCaptured.is_different_numbers());
 }
 
 #[test]

@@ -13,15 +13,14 @@
 //! the captured run's: on an H100 (2026-12-05) attention-d257's recordings drifted 1.08 and 1.12
 //! times as far as its unfused run did, and were refused on that draw. The fusion-off run is
 //! measured first; only a run it does not cover pays for the second, [`alternate_of`].
-use super::{BEYOND_TOLERANCE, FLIPPED, Probe, REL_TOL, VerifyOutcome, divergence};
+use super::{Probe, REL_TOL, VerifyOutcome, divergence};
 use crate::candidate::Candidate;
-use blaze_ir::plan::{ReferenceDrift, Settings};
+use blaze_ir::plan::{ReferenceDrift, Refusal, Settings};
 
 /// Whether a refusal is one drift can explain: the numbers are finite and differ, by more
 /// than the tolerance or in an argmax (not broken, missing or not finite).
 pub(super) fn drift_can_explain(refusal: &VerifyOutcome) -> bool {
-    matches!(refusal, VerifyOutcome::Refused(why)
-        if why.starts_with(BEYOND_TOLERANCE) || why.starts_with(FLIPPED))
+    refusal.refusal_kind().is_some_and(|k| k.drift_can_explain())
 }
 
 /// Burn's other execution the gate measures when the unfused run does not cover a captured
@@ -67,9 +66,9 @@ pub(super) fn within_drift(
         })
         .collect();
     match strict {
-        VerifyOutcome::Refused(why) if !figures.is_empty() => VerifyOutcome::Refused(format!(
-            "{why}; further than Burn's own drift over {steps} steps ({})",
-            figures.join("; ")
+        VerifyOutcome::Refused(why) if !figures.is_empty() => VerifyOutcome::Refused(Refusal::new(
+            why.kind,
+            format!("{}; further than Burn's own drift over {steps} steps ({})", why.detail, figures.join("; ")),
         )),
         other => other,
     }
@@ -115,10 +114,11 @@ mod tests {
         let unfused = probe(&[2.0, 1.0, 0.5001], &[0.9, 0.1], &[1.0, -1.0]);
         let outcome = judged(&captured, &eager, &unfused, None);
         let VerifyOutcome::Refused(why) = &outcome else { panic!("{outcome:?}") };
+        assert_eq!(why.kind, blaze_ir::plan::RefusalKind::BeyondTolerance, "{why:?}");
         assert!(
-            why.starts_with("different: relative difference")
-                && why.contains("further than Burn's own drift over 3 steps"),
-            "{why}"
+            why.detail.starts_with("different: relative difference")
+                && why.detail.contains("further than Burn's own drift over 3 steps"),
+            "{why:?}"
         );
         assert!(!outcome.keeps());
     }
@@ -131,7 +131,7 @@ mod tests {
         let unfused = probe(&[1.0], &[0.4997, 0.5004], &[]);
         let outcome = judged(&captured, &eager, &unfused, None);
         assert!(
-            matches!(&outcome, VerifyOutcome::Refused(why) if why.contains("0 flipped prediction(s)")),
+            matches!(&outcome, VerifyOutcome::Refused(why) if why.detail.contains("0 flipped prediction(s)")),
             "{outcome:?}"
         );
     }
@@ -161,10 +161,13 @@ mod tests {
         let width_1 = probe(&[2.0, 1.0, 0.5002], &[0.9, 0.1], &[1.0, -1.0]);
         let outcome = judged(&captured, &eager, &unfused, Some(("Burn's plan at beam width 1", &width_1)));
         let VerifyOutcome::Refused(why) = &outcome else { panic!("{outcome:?}") };
-        assert!(why.contains("(fusion off against this fusion: relative difference 5.00e-5, 0 flipped"), "{why}");
         assert!(
-            why.contains("; Burn's plan at beam width 1 against this fusion: relative difference 1.00e-4"),
-            "{why}"
+            why.detail.contains("(fusion off against this fusion: relative difference 5.00e-5, 0 flipped"),
+            "{why:?}"
+        );
+        assert!(
+            why.detail.contains("; Burn's plan at beam width 1 against this fusion: relative difference 1.00e-4"),
+            "{why:?}"
         );
     }
 
@@ -182,6 +185,7 @@ mod tests {
         let eager = probe(&[1.0, 0.9], &[0.5, 0.6], &[]);
         assert!(!drift_can_explain(&strict(&probe(&[1.0, f32::NAN], &[0.5, 0.6], &[]), &eager)));
         assert!(!drift_can_explain(&strict(&probe(&[1.0, 0.9], &[0.5], &[]), &eager)));
-        assert!(!drift_can_explain(&VerifyOutcome::Refused("not captured: eager".into())));
+        let not_captured = VerifyOutcome::refused(blaze_ir::plan::RefusalKind::NotCaptured, "not captured: eager");
+        assert!(!drift_can_explain(&not_captured));
     }
 }
