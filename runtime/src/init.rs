@@ -5,7 +5,7 @@
 //! and the other entry when the program switches (train, then evaluate). Nothing about the
 //! model, regime or shapes has to be declared: the op stream says all three.
 use crate::CutSet;
-use crate::watch::{Expected, Mode, OpStreamWatch, WatchGuard};
+use crate::watch::{Expected, Mode, OpStreamWatch, Selection, WatchGuard};
 use blaze_ir::plan::{DeviceInfo, Settings};
 use blaze_ir::{Bundle, PlanError, PlanFile, bundle::EntryKey};
 use std::path::Path;
@@ -44,16 +44,34 @@ impl BundleHandle {
         self.policy.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// Whether the bundle's entries for `regime` on this device ask for captured execution
-    /// (plan version 4): the decision a program's captured step (`blaze_burn::CapturedForward`)
-    /// follows. False when the bundle fell back or holds no such entry. It reads the entries,
-    /// not the op stream the program runs: an entry made for another model counts too (the
-    /// recording is then checked against eager execution like any other).
-    pub fn captures(&self, regime: blaze_ir::plan::Regime) -> bool {
-        // A captured entry with cuts is recorded where its eager step can be observed first
-        // (blazec's runs, races and gate: `Captured::with_plan`); a user's loop runs it eagerly.
-        self.fallback.is_none()
-            && self.entries.iter().any(|p| p.contract.regime == regime && p.settings.is_captured() && p.cuts.is_empty())
+    /// Whether a step of `regime` is to be recorded, for the op stream the program runs now:
+    /// yes when the entry installed for it (the watch's choice) is a captured entry of that
+    /// regime; [`Captures::NotYetKnown`] before the watch has recognised the program's step
+    /// (it installs from the sync after the second step). A captured step made with
+    /// `from_bundle` (`blaze_burn::CapturedForward`, `CapturedTraining`) asks after its warm-up
+    /// calls; [`BundleHandle::capture_source`] is what it keeps.
+    pub fn captures(&self, regime: blaze_ir::plan::Regime) -> Captures {
+        self.capture_source().captures(regime)
+    }
+
+    /// What a captured step keeps to ask [`BundleHandle::captures`] later (it outlives the
+    /// handle: the answer is then the entry installed when the handle was dropped).
+    pub fn capture_source(&self) -> CaptureSource {
+        let entries = self
+            .entries
+            .iter()
+            .map(|p| EntryKind {
+                key: EntryKey::of(&p.contract).to_string(),
+                regime: p.contract.regime,
+                captured: p.settings.is_captured(),
+                cuts: !p.cuts.is_empty(),
+            })
+            .collect();
+        CaptureSource {
+            watch: self.watch.as_ref().map(|w| w.watch.clone()),
+            entries: Arc::new(entries),
+            fallback: self.fallback.as_ref().map(|e| e.to_string()),
+        }
     }
 
     /// The warning dropping the handle now prints, if any: when the bundle has entries for this
@@ -85,6 +103,88 @@ impl BundleHandle {
     /// Operations the watch recorded while judging.
     pub fn watch_ops(&self) -> u64 {
         self.watch.as_ref().map(|w| w.watch.judged()).unwrap_or_default()
+    }
+}
+
+/// Whether a step is to be recorded ([`BundleHandle::captures`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Captures {
+    /// The entry installed for the program's op stream (named) asks for captured execution of
+    /// this regime.
+    Yes(String),
+    /// Eager execution: the entry installed for the program's op stream runs eagerly or is of
+    /// the other regime, or the bundle is not in force; why.
+    No(String),
+    /// The watch judged the program's op stream and no entry of the bundle matches it; why.
+    Unrecognised(String),
+    /// The watch has not recognised the program's step yet (or is judging it again after the
+    /// program changed what it runs).
+    NotYetKnown,
+}
+
+/// What [`Captures`] is decided from: the bundle's entries and its op-stream watch, shared.
+#[derive(Clone)]
+pub struct CaptureSource {
+    watch: Option<Arc<OpStreamWatch>>,
+    entries: Arc<Vec<EntryKind>>,
+    fallback: Option<String>,
+}
+
+impl std::fmt::Debug for CaptureSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let keys: Vec<&str> = self.entries.iter().map(|e| e.key.as_str()).collect();
+        write!(f, "CaptureSource({keys:?}, fallback {:?})", self.fallback)
+    }
+}
+
+#[derive(Debug)]
+struct EntryKind {
+    key: String,
+    regime: blaze_ir::plan::Regime,
+    captured: bool,
+    cuts: bool,
+}
+
+impl CaptureSource {
+    /// See [`BundleHandle::captures`].
+    pub fn captures(&self, regime: blaze_ir::plan::Regime) -> Captures {
+        if let Some(why) = &self.fallback {
+            return Captures::No(format!("the bundle is not in force ({why})"));
+        }
+        let Some(watch) = &self.watch else { return Captures::No("the bundle has no entry for this device".into()) };
+        let i = match watch.selection() {
+            Selection::Judging => return Captures::NotYetKnown,
+            Selection::NoEntry(why) => {
+                return Captures::Unrecognised(format!("no entry of the bundle is installed ({why})"));
+            }
+            Selection::Installed(i) => i,
+        };
+        let Some(entry) = self.entries.get(i) else {
+            return Captures::Unrecognised("no entry of the bundle is installed".into());
+        };
+        match entry {
+            e if e.regime != regime => {
+                Captures::No(format!("the entry installed for this op stream is {}, not a {regime} entry", e.key))
+            }
+            e if !e.captured => Captures::No(format!("the bundle's entry for this op stream ({}) runs eagerly", e.key)),
+            // A captured entry with cuts is recorded where its eager step can be observed first
+            // (blazec's runs, races and gate: `Captured::with_plan`); a user's loop runs it eagerly.
+            e if e.cuts => Captures::No(format!(
+                "the bundle's entry for this op stream ({}) cuts Burn's fusion, which a recording in a user's loop cannot check",
+                e.key
+            )),
+            e => Captures::Yes(e.key.clone()),
+        }
+    }
+
+    /// Whether the bundle holds, for this device, a captured entry of `regime` that a user's
+    /// loop can record (no cuts), whatever op stream the program runs: what a training loop
+    /// whose stream the watch does not recognise goes by ([`crate::captured::decide`]).
+    pub fn holds_captured(&self, regime: blaze_ir::plan::Regime) -> Option<&str> {
+        if self.fallback.is_some() {
+            return None;
+        }
+        self.entries.iter().find(|e| e.regime == regime && e.captured && !e.cuts).map(|e| e.key.as_str())
     }
 }
 

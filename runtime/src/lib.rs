@@ -38,7 +38,7 @@ pub mod watch;
 
 pub use block_timer::{BlockTimer, BlockTimerGuard};
 pub use captured::{CaptureState, Captured};
-pub use init::{BundleHandle, load_bundle, preset_submission_batch};
+pub use init::{BundleHandle, CaptureSource, Captures, load_bundle, preset_submission_batch};
 pub use load::{LoadOutcome, PlanHandle, fallback_warning, load_plan, load_plan_text};
 pub use model::{
     Description, Model, ModelFactory, RecordFailure, RecordableStep, Recording, RecordingMemory, StepOutput,

@@ -64,16 +64,22 @@ pub fn run(resolve: &Resolver, args: &RunArgs) -> anyhow::Result<()> {
         Some(n) => Settle::Steps(n),
         None => Settle::For(std::time::Duration::from_millis(args.settle_ms)),
     };
-    // A captured plan, or a bundle whose entry for this regime is captured, records the step.
+    // A captured plan records the step; under a bundle with a captured entry for this regime,
+    // the step records if that entry is the one installed for the op stream this run produces
+    // (decided after the warm-up steps, when the bundle's watch has recognised the step).
+    let regime = args.model.regime;
     let captured = match (&planned, &bundled) {
         (Some(LoadOutcome::Applied(h)), _) => h.plan.settings.is_captured(),
-        (None, Some(b)) => b.captures(args.model.regime),
+        (None, Some(b)) => b.entries.iter().any(|p| p.contract.regime == regime && p.settings.is_captured()),
         _ => false,
     };
     let report = if captured {
         let mut model = blaze_runtime::Captured::new(model);
         if let Some(LoadOutcome::Applied(h)) = &planned {
             model = model.with_plan(&h.plan.cuts, &h.plan.settings);
+        }
+        if let (None, Some(b)) = (&planned, &bundled) {
+            model = model.decided_by(b.capture_source(), regime);
         }
         run_loaded(&mut model, loaded, args.warmup, settle, args.steps).with_capture(&model)
     } else {

@@ -104,12 +104,8 @@ fn fine_tune(blaze: &blaze_runtime::BundleHandle, calls: usize) {
             (adam.update(net, grads), loss.inner())
         };
     let adam = blaze_burn::DeviceAdam::new(0.9, 0.999, 1e-5); // AdamConfig::new()
-    let mut train = match blaze.captures(Regime::Training) {
-        true => blaze_burn::CapturedTraining::new(&device, net, adam, step),
-        false => {
-            blaze_burn::CapturedTraining::eager(&device, net, adam, step, "the bundle's training entry runs eagerly")
-        }
-    };
+    // Recorded when the bundle's entry for this step's op stream asks for it, eager otherwise.
+    let mut train = blaze_burn::CapturedTraining::from_bundle(blaze, &device, net, adam, step);
     let mut losses = Vec::new();
     for call in 0..calls {
         let lr = 1e-3 * 0.97f64.powi(call as i32);
@@ -129,10 +125,7 @@ fn infer(blaze: &blaze_runtime::BundleHandle, calls: usize) {
     let device = blaze_burn::default_device();
     let net = crate::model::Net::seeded(&device);
     let step = |x: &Tensor<2, Int>| net.forward(x.clone());
-    let mut eval = match blaze.captures(Regime::Forward) {
-        true => blaze_burn::CapturedForward::new(&device, step),
-        false => blaze_burn::CapturedForward::eager(&device, step, "the bundle's forward entry runs eagerly"),
-    };
+    let mut eval = blaze_burn::CapturedForward::from_bundle(blaze, &device, step);
     let mut checksum = 0.0f64;
     for call in 0..calls {
         let (x, _) = crate::model::batch(call, 8, 32, &device);

@@ -177,8 +177,8 @@ fn run_partition(dir: &std::path::Path, regime: &str, plan: Option<&std::path::P
     report.partition.fingerprint()
 }
 
-/// The user's inference loop (`blaze_burn::CapturedForward`) is recorded when the bundle's
-/// forward entry asks for captured execution, checks its first replays against eager
+/// The user's inference loop (`blaze_burn::CapturedForward::from_bundle`) is recorded when the
+/// bundle's entry for its op stream asks for captured execution, checks its first replays against eager
 /// execution, and computes what the eager loop computes; with an eager entry it never records.
 #[test]
 fn a_users_inference_loop_is_captured_when_the_bundle_says_so() {
@@ -197,7 +197,11 @@ fn a_users_inference_loop_is_captured_when_the_bundle_says_so() {
     );
     assert!(!stderr.contains("captured execution not in force"), "{stderr}");
     let (line, eager_sum, _) = infer(&eager);
-    assert!(line.contains("eager: the bundle's forward entry runs eagerly"), "{line}");
+    assert!(
+        line.contains("eager: the bundle's entry for this op stream (tiny-mlp-lm forward")
+            && line.contains(") runs eagerly"),
+        "{line}"
+    );
     assert!(
         ((replayed - eager_sum) / eager_sum).abs() < 1e-5,
         "replays compute the eager numbers: {replayed} vs {eager_sum}"
@@ -241,7 +245,11 @@ fn a_users_captured_training_step_passes_the_gate() {
     assert!(line.contains("12 calls, captured (8 replays)"), "{line}\n{stderr}");
     assert!(!stderr.contains("captured execution not in force"), "{stderr}");
     let (line, eager, _) = fine_tune(&bundle("eager.blaze", false));
-    assert!(line.contains("eager: the bundle's training entry runs eagerly"), "{line}");
+    assert!(
+        line.contains("eager: the bundle's entry for this op stream (tiny-mlp-lm training")
+            && line.contains(") runs eagerly"),
+        "{line}"
+    );
     assert!(((replayed - eager) / eager).abs() < 1e-5, "replays train as eager steps do: {replayed} vs {eager}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -16,6 +16,8 @@
 //! `run` returns), no gradient tracking (use the plain device, not `autodiff()`), and inputs
 //! of the same shape every call.
 use crate::capture::{Recorded, can_write_in_place, record_graph, write_in_place};
+use blaze_ir::plan::Regime;
+use blaze_runtime::captured::{Decision, decide};
 use blaze_runtime::numerics::{VERIFY_TOLERANCE, max_rel_diff, same_numbers};
 use burn::tensor::{Device, Tensor, kind::Basic};
 
@@ -131,6 +133,8 @@ pub struct CapturedForward<I, O, F> {
     replays: usize,
     /// Held from recording until a fallback: the bundle's op-stream watch ignores captured steps.
     capturing: Option<blaze_runtime::watch::Capturing>,
+    /// Made with [`CapturedForward::from_bundle`]: the bundle decides whether to record.
+    bundle: Option<(blaze_runtime::CaptureSource, Regime)>,
 }
 
 impl<I: StepInputs, O: StepOutputs, F: Fn(&I) -> O> CapturedForward<I, O, F> {
@@ -151,7 +155,24 @@ impl<I: StepInputs, O: StepOutputs, F: Fn(&I) -> O> CapturedForward<I, O, F> {
     /// });
     /// ```
     pub fn new(device: &Device, step: F) -> Self {
-        Self { device: device.clone(), step, inputs: None, state: State::Warming(0), replays: 0, capturing: None }
+        Self {
+            device: device.clone(),
+            step,
+            inputs: None,
+            state: State::Warming(0),
+            replays: 0,
+            capturing: None,
+            bundle: None,
+        }
+    }
+
+    /// The step as the bundle of `blaze` says: recorded (as [`CapturedForward::new`]) when
+    /// the entry installed for the op stream this step runs is a captured forward entry,
+    /// eager otherwise ([`blaze_runtime::BundleHandle::captures`]). The bundle's watch
+    /// recognises the step during the warm-up calls, so each eager call starts at a device
+    /// sync ([`crate::step_boundary`]); replays do not sync.
+    pub fn from_bundle(blaze: &blaze_runtime::BundleHandle, device: &Device, step: F) -> Self {
+        Self { bundle: Some((blaze.capture_source(), Regime::Forward)), ..Self::new(device, step) }
     }
 
     /// The same step never recorded (eager execution, e.g. when the bundle's entry for the
@@ -164,12 +185,25 @@ impl<I: StepInputs, O: StepOutputs, F: Fn(&I) -> O> CapturedForward<I, O, F> {
     /// outputs are the caller's: a later call never changes them (a replay's outputs are copied
     /// out of the recording's buffers on the device).
     pub fn run(&mut self, inputs: I) -> O {
+        if self.bundle.is_some() && !self.state.is_captured() {
+            crate::step_boundary(&self.device);
+        }
         match std::mem::replace(&mut self.state, State::Eager(String::new())) {
             State::Warming(n) if n < WARM_CALLS => {
                 self.state = State::Warming(n + 1);
                 (self.step)(&inputs)
             }
-            State::Warming(_) => self.record(inputs),
+            State::Warming(n) => match decide(self.bundle.as_ref(), n, WARM_CALLS) {
+                Decision::Record => self.record(inputs),
+                Decision::Wait => {
+                    self.state = State::Warming(n + 1);
+                    (self.step)(&inputs)
+                }
+                Decision::Eager(why) => {
+                    self.state = State::Eager(why);
+                    (self.step)(&inputs)
+                }
+            },
             State::Checking(graph, left) => self.checked_replay(graph, left, inputs),
             State::Replaying(graph) => self.replay(graph, inputs),
             State::Eager(why) => {

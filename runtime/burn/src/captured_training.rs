@@ -43,6 +43,8 @@ use crate::capture::{PREPARE_LAUNCHES, Recorded, record_graph};
 use crate::captured_step::{CHECKED_REPLAYS, State, StepInputs, StepOutputs, WARM_CALLS, difference};
 use crate::device_adam::DeviceAdam;
 use crate::params::{copy_parameters, parameter_values};
+use blaze_ir::plan::Regime;
+use blaze_runtime::captured::{Decision, decide};
 use burn::module::Module;
 use burn::tensor::Device;
 
@@ -58,6 +60,8 @@ pub struct CapturedTraining<M, I, O, F> {
     copy: Option<Trainee<M>>,
     /// Held from recording until a fallback: the bundle's op-stream watch ignores captured steps.
     capturing: Option<blaze_runtime::watch::Capturing>,
+    /// Made with [`CapturedTraining::from_bundle`]: the bundle decides whether to record.
+    bundle: Option<(blaze_runtime::CaptureSource, Regime)>,
 }
 
 /// What a training step changes: the module's parameters and the optimizer's state.
@@ -127,7 +131,22 @@ impl<M: Module, I: StepInputs, O: StepOutputs, F: Fn(M, &mut DeviceAdam, &I) -> 
             replays: 0,
             copy: None,
             capturing: None,
+            bundle: None,
         }
+    }
+
+    /// The step as the bundle of `blaze` says: recorded (as [`CapturedTraining::new`]) when
+    /// the entry installed for the op stream this step runs is a captured training entry,
+    /// eager otherwise ([`blaze_runtime::BundleHandle::captures`]; the bundle's watch
+    /// recognises the step during the warm-up calls).
+    pub fn from_bundle(
+        blaze: &blaze_runtime::BundleHandle,
+        device: &Device,
+        module: M,
+        adam: DeviceAdam,
+        step: F,
+    ) -> Self {
+        Self { bundle: Some((blaze.capture_source(), Regime::Training)), ..Self::new(device, module, adam, step) }
     }
 
     /// The same step never recorded (eager execution, e.g. when the bundle's entry for the
@@ -148,9 +167,17 @@ impl<M: Module, I: StepInputs, O: StepOutputs, F: Fn(M, &mut DeviceAdam, &I) -> 
                 self.state = State::Warming(n + 1);
                 self.trainee.step(&mut self.step, &inputs).0
             }
-            State::Warming(_) => match scalars {
-                Ok(()) => self.record(inputs),
-                Err(cause) => self.fall_back(cause, Some(inputs)),
+            State::Warming(n) => match (decide(self.bundle.as_ref(), n, WARM_CALLS), scalars) {
+                (Decision::Record, Ok(())) => self.record(inputs),
+                (Decision::Record, Err(cause)) => self.fall_back(cause, Some(inputs)),
+                (Decision::Wait, _) => {
+                    self.state = State::Warming(n + 1);
+                    self.trainee.step(&mut self.step, &inputs).0
+                }
+                (Decision::Eager(why), _) => {
+                    self.state = State::Eager(why);
+                    self.trainee.step(&mut self.step, &inputs).0
+                }
             },
             State::Checking(graph, left) => match copy_scalars {
                 Ok(()) => self.checked_replay(graph, left, inputs, scalars),

@@ -19,7 +19,9 @@
 //!   dropout draws from a host seed, which a recording keeps).
 //! * [`CapturedForward`]: a user's own forward step (an inference or evaluation loop)
 //!   captured: recorded after warm-up, its first replays checked against eager execution,
-//!   eager with one warning on any failure or mismatch.
+//!   eager with one warning on any failure or mismatch. Made with `from_bundle`, it records
+//!   only when the bundle's entry for the op stream the program runs asks for it
+//!   ([`BundleHandle::captures`], [`Captures`]).
 //! * [`CapturedTraining`]: the same for a user's own training step with [`DeviceAdam`]: its
 //!   first replays are checked against an eager step from the same state (outputs and
 //!   parameters).
@@ -42,7 +44,8 @@ pub mod device_timer;
 mod params;
 
 pub use autotune::{Seeded, seed_autotune, seed_shipped};
-pub use blaze_runtime::{BundleHandle, Description, Model, ModelFactory, StepOutput};
+pub use blaze_ir::plan::Regime;
+pub use blaze_runtime::{BundleHandle, CaptureSource, Captures, Description, Model, ModelFactory, StepOutput};
 pub use capture::{StableInput, record};
 pub use captured_step::CapturedForward;
 pub use captured_training::CapturedTraining;
@@ -59,6 +62,28 @@ pub fn step_boundary(device: &burn::tensor::Device) {
     let _ = device.sync();
 }
 
+/// Blaze at start-up, in Burn's idiom: `BlazeConfig::new("model.blaze").init(&device)` is
+/// [`init`] (the handle to keep for the whole run); options as Burn's configs have them
+/// (`.with_seed_autotune(false)`), and saved or loaded with Burn's `Config` like any other.
+#[derive(burn::config::Config, Debug)]
+pub struct BlazeConfig {
+    /// The bundle (`blazec bundle`) or plan file to run with.
+    pub bundle: String,
+    /// Import the bundle's CubeCL autotune decisions for this device into CubeCL's cache
+    /// before the first step ([`seed_autotune`]), so a fresh machine skips autotuning them.
+    #[config(default = true)]
+    pub seed_autotune: bool,
+}
+
+impl BlazeConfig {
+    /// Loads the bundle for `device`; call it before the first tensor operation and keep the
+    /// handle alive for the whole run. Never panics: when nothing fits, Burn's own plan stays
+    /// and one warning says why.
+    pub fn init(&self, device: &burn::tensor::Device) -> BundleHandle {
+        start(device, &self.bundle, self.seed_autotune)
+    }
+}
+
 /// Loads the bundle at `path` for `device` (see the crate docs). Call it before the first
 /// tensor operation, so a submission setting in the entries can still apply, and keep the
 /// handle alive for the whole run.
@@ -69,8 +94,13 @@ pub fn step_boundary(device: &burn::tensor::Device) {
 /// chooses for the default adapter; for another adapter, call [`blaze_runtime::load_bundle`]
 /// with its [`blaze_ir::plan::DeviceInfo`].
 pub fn init(device: &burn::tensor::Device, path: impl AsRef<std::path::Path>) -> BundleHandle {
+    start(device, path.as_ref(), true)
+}
+
+/// [`init`] and [`BlazeConfig::init`].
+fn start(device: &burn::tensor::Device, path: impl AsRef<std::path::Path>, seed: bool) -> BundleHandle {
     let info = device_info();
-    let seeded = seed_autotune(path.as_ref(), &info);
+    let seeded = if seed { seed_autotune(path.as_ref(), &info) } else { None };
     let mut handle = blaze_runtime::load_bundle(path, &info);
     handle.notes.extend(seeded.map(|s| {
         format!("autotune: {} decisions imported from {}, {} already present", s.imported, s.file, s.already_present)

@@ -223,6 +223,12 @@ impl Judge {
         self.outcome.as_ref()
     }
 
+    /// Whether a judgement is open: no decision yet, or the program's windows changed since the
+    /// last one (a switch from training to evaluation) and the stream is judged again.
+    pub fn is_judging(&self) -> bool {
+        matches!(self.phase, Phase::Judging(_))
+    }
+
     /// While judging: whether an operation registered at sync count `sync` would end a window
     /// (and so may judge). None once settled (nothing to clock then).
     pub fn would_end_window(&self, sync: u64) -> Option<bool> {

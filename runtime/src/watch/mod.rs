@@ -59,6 +59,17 @@ pub enum OpStreamCheck {
     Unconfirmed,
 }
 
+/// What a selecting watch has made of the program's op stream ([`OpStreamWatch::selection`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Selection {
+    /// No judgement yet, or judging again after the program's windows changed.
+    Judging,
+    /// Entry `i` matches the stream and is installed.
+    Installed(usize),
+    /// Judged: no entry is installed; the watch's last decision, as it says it.
+    NoEntry(String),
+}
+
 /// An op stream the watch can recognise: one plan's contract.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Expected {
@@ -210,6 +221,17 @@ impl OpStreamWatch {
     /// The entry installed now (None: Burn's own plan).
     pub fn installed(&self) -> Option<usize> {
         self.lock().judge.installed()
+    }
+
+    /// What a selecting watch has made of the program's op stream so far.
+    pub fn selection(&self) -> Selection {
+        let observed = self.lock();
+        let judge = &observed.judge;
+        match (judge.is_judging(), judge.installed()) {
+            (true, _) => Selection::Judging,
+            (false, Some(i)) => Selection::Installed(i),
+            (false, None) => Selection::NoEntry(judge.events().last().cloned().unwrap_or_default()),
+        }
     }
 
     /// Every decision so far, one line each.

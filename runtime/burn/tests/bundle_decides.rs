@@ -1,0 +1,95 @@
+//! A captured step made from a bundle (`CapturedForward::from_bundle`) records only when the
+//! entry the bundle installs for the op stream the program actually runs asks for it: an entry
+//! made for another model never makes a loop record, and before the program's step has been
+//! seen the bundle says it does not know yet. One test: Burn's fusion and the bundle's watch are
+//! process-wide. Runs on the default wgpu device (lavapipe in CI).
+mod common;
+use blaze_burn::{CapturedForward, Captures, Regime};
+use blaze_ir::plan::{PlanFile, Settings};
+use blaze_ir::{Bundle, Contract};
+use blaze_runtime::numerics::same_numbers;
+use burn::tensor::{Device, Tensor};
+use common::*;
+
+const CALLS: usize = 12;
+
+fn values(t: &Tensor<2>) -> Vec<f32> {
+    t.to_data().convert::<f32>().try_to_vec::<f32>().unwrap()
+}
+
+/// The forward step's op stream as the bundle's watch sees it (one window between two syncs):
+/// its fingerprint and length.
+fn op_stream_of(net: &Net, device: &Device) -> (String, usize) {
+    let x = batch(0, device).0;
+    let _ = device.sync();
+    let recording = blaze_runtime::StepRecorder::start();
+    let _ = net.forward(x);
+    let _ = device.sync();
+    let step = recording.finish();
+    (blaze_ir::trace::op_stream_fingerprint(&step.traced_ops()), step.ops.len())
+}
+
+/// A bundle holding one captured forward entry for a step with this op stream.
+fn bundle(dir: &std::path::Path, name: &str, op_stream: String, ops_per_step: usize) -> std::path::PathBuf {
+    let contract = Contract {
+        model: name.into(),
+        regime: Regime::Forward,
+        shapes: format!("rows={ROWS}"),
+        op_stream,
+        ops_per_step: ops_per_step as u64,
+        device: blaze_burn::device_info(),
+        burn_version: blaze_runtime::BURN_VERSION.into(),
+        recordable_step: None,
+    };
+    let plan = PlanFile::burn_default(contract, Vec::new()).with_settings(Settings::default().captured());
+    let mut bundle = Bundle::new();
+    bundle.upsert(plan);
+    let path = dir.join(format!("{name}.blaze"));
+    std::fs::write(&path, bundle.to_ron()).unwrap();
+    path
+}
+
+/// Runs the forward loop under `bundle`; the step's execution, what the bundle answered before
+/// the first call and after the last, and whether every call computed the eager numbers.
+fn run_loop(net: &Net, device: &Device, bundle: &std::path::Path, eager: &[Vec<f32>]) -> (String, Captures, Captures) {
+    let blaze = blaze_burn::BlazeConfig::new(bundle.display().to_string()).init(device);
+    let before = blaze.captures(Regime::Forward);
+    let mut eval = CapturedForward::from_bundle(&blaze, device, |x: &Tensor<2>| net.forward(x.clone()));
+    let kept: Vec<Tensor<2>> = (0..CALLS).map(|c| eval.run(batch(c, device).0)).collect();
+    for (call, (out, want)) in kept.iter().zip(eager).enumerate() {
+        assert!(
+            same_numbers(want, &values(out)),
+            "call {call} computes what eager Burn computes ({})",
+            eval.execution()
+        );
+    }
+    (eval.execution(), before, blaze.captures(Regime::Forward))
+}
+
+#[test]
+fn a_bundle_records_a_step_only_when_its_entry_for_the_running_op_stream_asks_for_it() {
+    let dir = std::env::temp_dir().join(format!("blaze-bundle-decides-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let device = blaze_burn::default_device();
+    let net = Net::new(&device);
+    let eager: Vec<Vec<f32>> = (0..CALLS).map(|c| values(&net.forward(batch(c, &device).0))).collect();
+    let (op_stream, ops) = op_stream_of(&net, &device);
+
+    // Another model's captured forward entry: same length of step, another op stream.
+    let other = bundle(&dir, "another-model", "0123456789abcdef0123456789abcdef".into(), ops);
+    let (execution, before, after) = run_loop(&net, &device, &other, &eager);
+    assert_eq!(before, Captures::NotYetKnown, "nothing has run yet");
+    assert!(
+        execution.starts_with("eager: no entry of the bundle is installed (no entry matches"),
+        "an entry made for another model does not make this loop record: {execution}"
+    );
+    assert!(matches!(after, Captures::Unrecognised(_)), "{after:?}");
+
+    // This step's own captured entry: recorded after the warm-up calls.
+    let own = bundle(&dir, "this-model", op_stream, ops);
+    let (execution, before, after) = run_loop(&net, &device, &own, &eager);
+    assert_eq!(before, Captures::NotYetKnown);
+    assert!(execution.starts_with("captured ("), "the entry for this op stream records it: {execution}");
+    assert!(matches!(&after, Captures::Yes(key) if key.starts_with("this-model forward")), "{after:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
