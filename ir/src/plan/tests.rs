@@ -314,6 +314,9 @@ fn a_refusal_is_written_with_its_kind_and_an_older_sentence_reads_with_the_kind_
     let text = ron::to_string(&typed).unwrap();
     assert!(text.contains("kind:FlippedPrediction") || text.contains("kind: FlippedPrediction"), "{text}");
     assert_eq!(ron::from_str::<VerifyOutcome>(&text).unwrap(), typed);
+    // `blazec verify` prints the outcome's Debug form: the kind and the sentence, both named.
+    let debug = format!("{typed:?}");
+    assert!(debug.contains("kind: FlippedPrediction") && debug.contains("detail: \"different: argmax"), "{debug}");
     let older = [
         ("Refused(\"different: relative difference 3.1e-3 exceeds 1e-5\")", RefusalKind::BeyondTolerance),
         ("Refused(\"different: argmax differs in 1 prediction(s)\")", RefusalKind::FlippedPrediction),
