@@ -129,12 +129,21 @@ fn a_crate_outside_the_workspace_builds_against_blaze_and_trains_with_its_bundle
         Command::new(target.join("release/contract")).arg(&bundle).env("XDG_RUNTIME_DIR", "/tmp").output().unwrap();
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "the contract program runs to its end without a panic:\n{stdout}\n{stderr}");
-    for check in ["kept forward outputs", "host read inside the step", "kept training losses", "trained parameters"] {
+    for check in [
+        "kept forward outputs",
+        "forward loop under another model's bundle",
+        "host read inside the step",
+        "kept training losses",
+        "trained parameters",
+    ] {
         let line = stdout.lines().find(|l| l.starts_with(&format!("{check}: "))).unwrap_or_default();
         assert!(line.starts_with(&format!("{check}: ok ")), "{check}: {line}\n{stdout}\n{stderr}");
     }
     let kept = stdout.lines().find(|l| l.starts_with("kept forward outputs: ")).unwrap_or_default();
     assert!(kept.ends_with("captured (12 replays)"), "the kept outputs came from replays: {kept}");
+    let other =
+        stdout.lines().find(|l| l.starts_with("forward loop under another model's bundle: ")).unwrap_or_default();
+    assert!(other.contains("; eager: "), "another model's entry does not make the loop record: {other}");
     let read = stdout.lines().find(|l| l.starts_with("host read inside the step: ")).unwrap_or_default();
     assert!(read.contains("eager: recording refused: the step panicked inside the recording window"), "{read}");
     let dropped = stderr

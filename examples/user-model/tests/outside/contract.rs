@@ -74,7 +74,7 @@ fn main() {
     let device = blaze_burn::default_device();
     // The slip the README warns about, before any tensor operation: the handle dropped at once.
     let _ = blaze_burn::init(&device, &bundle);
-    let _blaze = blaze_burn::init(&device, &bundle);
+    let blaze = blaze_burn::init(&device, &bundle);
 
     let net = Classifier::new(&device);
     let eager: Vec<Vec<f32>> = (0..CALLS).map(|c| values(net.forward(batch(c, &device).0))).collect();
@@ -84,6 +84,13 @@ fn main() {
     let kept: Vec<Tensor<2>> = (0..CALLS).map(|c| eval.run(batch(c, &device).0)).collect();
     let worst = kept.into_iter().zip(&eager).map(|(t, e)| diff(e, &values(t))).fold(0.0, f32::max);
     report("kept forward outputs", worst, &eval.execution());
+    drop(eval);
+
+    // The README's loop: the bundle decides. Its one entry is another model's training step, so
+    // this forward loop is never recorded, and computes what eager Burn computes.
+    let mut eval = CapturedForward::from_bundle(&blaze, &device, |x: &Tensor<2>| net.forward(x.clone()));
+    let worst = (0..CALLS).map(|c| diff(&eager[c], &values(eval.run(batch(c, &device).0)))).fold(0.0, f32::max);
+    report("forward loop under another model's bundle", worst, &eval.execution());
     drop(eval);
 
     // A value read inside the step, to log it.
