@@ -169,8 +169,8 @@ impl<I: StepInputs, O: StepOutputs, F: Fn(&I) -> O> CapturedForward<I, O, F> {
     /// The step as the bundle of `blaze` says: recorded (as [`CapturedForward::new`]) when
     /// the entry installed for the op stream this step runs is a captured forward entry,
     /// eager otherwise ([`blaze_runtime::BundleHandle::captures`]). The bundle's watch
-    /// recognises the step during the warm-up calls, so each eager call starts at a device
-    /// sync ([`crate::step_boundary`]); replays do not sync.
+    /// recognises the step during the warm-up calls, so each eager call ends at a device sync
+    /// ([`crate::step_boundary`]); replays do not sync.
     pub fn from_bundle(blaze: &blaze_runtime::BundleHandle, device: &Device, step: F) -> Self {
         Self { bundle: Some((blaze.capture_source(), Regime::Forward)), ..Self::new(device, step) }
     }
@@ -185,9 +185,17 @@ impl<I: StepInputs, O: StepOutputs, F: Fn(&I) -> O> CapturedForward<I, O, F> {
     /// outputs are the caller's: a later call never changes them (a replay's outputs are copied
     /// out of the recording's buffers on the device).
     pub fn run(&mut self, inputs: I) -> O {
+        let out = self.call(inputs);
+        // Made from a bundle: an eager call ends at a device sync, so the bundle's watch sees
+        // one step per window, laid out as `blazec trace` records a step (the batch the caller
+        // made before the call first, then the step's operations) and as an entry's cuts count.
         if self.bundle.is_some() && !self.state.is_captured() {
             crate::step_boundary(&self.device);
         }
+        out
+    }
+
+    fn call(&mut self, inputs: I) -> O {
         match std::mem::replace(&mut self.state, State::Eager(String::new())) {
             State::Warming(n) if n < WARM_CALLS => {
                 self.state = State::Warming(n + 1);

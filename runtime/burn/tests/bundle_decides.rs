@@ -17,13 +17,13 @@ fn values(t: &Tensor<2>) -> Vec<f32> {
     t.to_data().convert::<f32>().try_to_vec::<f32>().unwrap()
 }
 
-/// The forward step's op stream as the bundle's watch sees it (one window between two syncs):
-/// its fingerprint and length.
+/// The forward step's op stream as the bundle's watch sees it and `blazec trace` records it
+/// (one window between two syncs: the batch made from data, then the step): its fingerprint and
+/// length.
 fn op_stream_of(net: &Net, device: &Device) -> (String, usize) {
-    let x = batch(0, device).0;
     let _ = device.sync();
     let recording = blaze_runtime::StepRecorder::start();
-    let _ = net.forward(x);
+    let _ = net.forward(batch(0, device).0);
     let _ = device.sync();
     let step = recording.finish();
     (blaze_ir::trace::op_stream_fingerprint(&step.traced_ops()), step.ops.len())
