@@ -17,16 +17,28 @@ fn values(t: &Tensor<2>) -> Vec<f32> {
     t.to_data().convert::<f32>().try_to_vec::<f32>().unwrap()
 }
 
-/// The forward step's op stream as the bundle's watch sees it and `blazec trace` records it
-/// (one window between two syncs: the batch made from data, then the step): its fingerprint and
-/// length.
+/// The forward loop's op stream as the bundle's watch sees it, recorded as `blazec trace` records
+/// a step: one window between two syncs of the loop's own calls (the batch made from data, then
+/// the step), run eagerly; its fingerprint and length.
 fn op_stream_of(net: &Net, device: &Device) -> (String, usize) {
+    let mut eager = CapturedForward::eager(device, |x: &Tensor<2>| net.forward(x.clone()), "traced");
+    let mut kept = vec![call(&mut eager, 0, device)];
     let _ = device.sync();
     let recording = blaze_runtime::StepRecorder::start();
-    let _ = net.forward(batch(0, device).0);
+    kept.push(call(&mut eager, 1, device));
     let _ = device.sync();
     let step = recording.finish();
     (blaze_ir::trace::op_stream_fingerprint(&step.traced_ops()), step.ops.len())
+}
+
+/// One call of the loop: batch `c` made from data, the step run on its inputs.
+fn call<F: Fn(&Tensor<2>) -> Tensor<2>>(
+    eval: &mut CapturedForward<Tensor<2>, Tensor<2>, F>,
+    c: usize,
+    device: &Device,
+) -> Tensor<2> {
+    let (x, _) = batch(c, device);
+    eval.run(x)
 }
 
 /// A bundle holding one captured forward entry for a step with this op stream.
@@ -55,7 +67,7 @@ fn run_loop(net: &Net, device: &Device, bundle: &std::path::Path, eager: &[Vec<f
     let blaze = blaze_burn::BlazeConfig::new(bundle.display().to_string()).init(device);
     let before = blaze.captures(Regime::Forward);
     let mut eval = CapturedForward::from_bundle(&blaze, device, |x: &Tensor<2>| net.forward(x.clone()));
-    let kept: Vec<Tensor<2>> = (0..CALLS).map(|c| eval.run(batch(c, device).0)).collect();
+    let kept: Vec<Tensor<2>> = (0..CALLS).map(|c| call(&mut eval, c, device)).collect();
     for (call, (out, want)) in kept.iter().zip(eager).enumerate() {
         assert!(
             same_numbers(want, &values(out)),
