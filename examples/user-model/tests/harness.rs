@@ -244,12 +244,11 @@ fn a_users_captured_training_step_passes_the_gate() {
     // 12 calls: 3 eager, 1 recorded and checked, 8 replays (the first 3 checked).
     assert!(line.contains("12 calls, captured (8 replays)"), "{line}\n{stderr}");
     assert!(!stderr.contains("captured execution not in force"), "{stderr}");
+    // The fine-tuning loop's op stream is not the traced step's (it makes its batch before the
+    // call and writes Adam's state in place in its eager calls): with no captured training
+    // entry in the bundle it stays eager, and says why.
     let (line, eager, _) = fine_tune(&bundle("eager.blaze", false));
-    assert!(
-        line.contains("eager: the bundle's entry for this op stream (tiny-mlp-lm training")
-            && line.contains(") runs eagerly"),
-        "{line}"
-    );
+    assert!(line.contains("eager: the bundle holds no captured training entry for this device"), "{line}");
     assert!(((replayed - eager) / eager).abs() < 1e-5, "replays train as eager steps do: {replayed} vs {eager}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -169,8 +169,8 @@ impl<I: StepInputs, O: StepOutputs, F: Fn(&I) -> O> CapturedForward<I, O, F> {
     /// The step as the bundle of `blaze` says: recorded (as [`CapturedForward::new`]) when
     /// the entry installed for the op stream this step runs is a captured forward entry,
     /// eager otherwise ([`blaze_runtime::BundleHandle::captures`]). The bundle's watch
-    /// recognises the step during the warm-up calls, so each eager call ends at a device sync
-    /// ([`crate::step_boundary`]); replays do not sync.
+    /// recognises the step during the warm-up calls, so each eager call starts and ends at a
+    /// device sync ([`crate::step_boundary`]); replays do not sync.
     pub fn from_bundle(blaze: &blaze_runtime::BundleHandle, device: &Device, step: F) -> Self {
         Self { bundle: Some((blaze.capture_source(), Regime::Forward)), ..Self::new(device, step) }
     }
@@ -185,11 +185,16 @@ impl<I: StepInputs, O: StepOutputs, F: Fn(&I) -> O> CapturedForward<I, O, F> {
     /// outputs are the caller's: a later call never changes them (a replay's outputs are copied
     /// out of the recording's buffers on the device).
     pub fn run(&mut self, inputs: I) -> O {
+        // Made from a bundle: an eager call starts and ends at a device sync, so the bundle's
+        // watch sees the step's operations as windows of their own (after the batch the caller
+        // made before the call, which `blazec trace` records first in a step) and nothing the
+        // program did before the loop runs into the first step.
+        let sync = self.bundle.is_some() && !self.state.is_captured();
+        if sync {
+            crate::step_boundary(&self.device);
+        }
         let out = self.call(inputs);
-        // Made from a bundle: an eager call ends at a device sync, so the bundle's watch sees
-        // one step per window, laid out as `blazec trace` records a step (the batch the caller
-        // made before the call first, then the step's operations) and as an entry's cuts count.
-        if self.bundle.is_some() && !self.state.is_captured() {
+        if sync && !self.state.is_captured() {
             crate::step_boundary(&self.device);
         }
         out
