@@ -30,48 +30,35 @@ pub use cuts::record_plan_on;
 /// run cached plans (as the op-stream check and the harness's warm-up need them to).
 pub const WARM_STEPS: usize = 3;
 
-/// Eager calls past the warm-up a step made from a bundle waits at most for the bundle's watch
-/// to recognise the program's step ([`decide`]).
-pub const UNDECIDED_CALLS: usize = 8;
-
-/// What a captured step does once its warm-up calls have run ([`decide`]).
+/// What a captured step made from a bundle does once its warm-up calls have run ([`decide`]).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Decision {
     Record,
-    /// One more eager call: the bundle's watch has not recognised the step yet.
-    Wait,
     /// Eager execution from now on, for this reason (not a failure: nothing to warn about).
     Eager(String),
 }
 
 /// The one rule for a captured step whose recording the bundle decides (`from_bundle`, and
-/// blazec's runs with `--bundle`), after `calls` eager calls (at least `warm`): record when the
-/// entry installed for the program's op stream is a captured entry of the step's regime, eager
-/// when it is not. When no entry matches the stream: a forward step stays eager (the watch
-/// recognises a forward loop's step); a training step records if the bundle holds a captured
-/// training entry for this device, because a user's training loop makes its batch and writes
-/// its optimizer state outside the traced step's window, so its op stream is not the traced
-/// one (docs/plans-and-bundles.md); the recording is checked against eager calls either way.
-/// While the watch has not judged the stream, a forward step waits up to [`UNDECIDED_CALLS`]
-/// calls; a training step does not wait (its stream may never be recognised). Without a
-/// bundle (`None`) the step records.
-pub fn decide(bundle: Option<&(crate::CaptureSource, Regime)>, calls: usize, warm: usize) -> Decision {
+/// blazec's runs with `--bundle`), after its warm-up calls. When the bundle's watch has
+/// recognised the program's op stream as one of its entries, that entry decides: recorded if it
+/// is a captured entry of the step's regime, eager if it runs eagerly or is of the other regime
+/// (whatever else the bundle holds). When the watch recognises no entry (or has not judged
+/// yet), the bundle's own captured entry of that regime for this device decides: a user's loop
+/// rarely runs exactly the step `blazec trace` recorded (an evaluation step without the
+/// model's loss, a batch made before the call, an optimizer writing its state in place), so its
+/// stream is usually not recognised; its recording is then checked against eager calls like
+/// any other. Without a bundle (`None`) the step records.
+pub fn decide(bundle: Option<&(crate::CaptureSource, Regime)>) -> Decision {
     let Some((source, regime)) = bundle else { return Decision::Record };
-    let unrecognised = |why: String| match (regime, source.holds_captured(*regime)) {
-        (Regime::Training, Some(_)) => Decision::Record,
-        (Regime::Training, None) => {
-            Decision::Eager(format!("the bundle holds no captured training entry for this device; {why}"))
-        }
-        (Regime::Forward, _) => Decision::Eager(why),
-    };
     match source.captures(*regime) {
         crate::Captures::Yes(_) => Decision::Record,
         crate::Captures::No(why) => Decision::Eager(why),
-        crate::Captures::Unrecognised(why) => unrecognised(why),
-        crate::Captures::NotYetKnown if *regime == Regime::Forward && calls < warm + UNDECIDED_CALLS => Decision::Wait,
-        crate::Captures::NotYetKnown => unrecognised(format!(
-            "the bundle's watch had not recognised this step's op stream after {calls} calls (each call must be one step between two syncs)"
-        )),
+        crate::Captures::Unrecognised(_) | crate::Captures::NotYetKnown => match source.holds_captured(*regime) {
+            Some(_) => Decision::Record,
+            None => Decision::Eager(format!(
+                "the bundle holds no captured {regime} entry for this device, and no entry of it is installed for this step's op stream"
+            )),
+        },
     }
 }
 
@@ -302,12 +289,8 @@ impl Model for Captured {
                 }
                 None
             }
-            CaptureState::Warming { eager_steps } => match decide(self.bundle.as_ref(), eager_steps, self.warm_steps) {
+            CaptureState::Warming { .. } => match decide(self.bundle.as_ref()) {
                 Decision::Record => self.record(capture),
-                Decision::Wait => {
-                    self.state = CaptureState::Warming { eager_steps: eager_steps + 1 };
-                    None
-                }
                 Decision::Eager(why) => {
                     self.state = CaptureState::Eager(why);
                     None

@@ -197,11 +197,7 @@ fn a_users_inference_loop_is_captured_when_the_bundle_says_so() {
     );
     assert!(!stderr.contains("captured execution not in force"), "{stderr}");
     let (line, eager_sum, _) = infer(&eager);
-    assert!(
-        line.contains("eager: the bundle's entry for this op stream (tiny-mlp-lm forward")
-            && line.contains(") runs eagerly"),
-        "{line}"
-    );
+    assert!(line.contains("eager: the bundle holds no captured forward entry for this device"), "{line}");
     assert!(
         ((replayed - eager_sum) / eager_sum).abs() < 1e-5,
         "replays compute the eager numbers: {replayed} vs {eager_sum}"

@@ -166,9 +166,10 @@ impl<I: StepInputs, O: StepOutputs, F: Fn(&I) -> O> CapturedForward<I, O, F> {
         }
     }
 
-    /// The step as the bundle of `blaze` says: recorded (as [`CapturedForward::new`]) when
-    /// the entry installed for the op stream this step runs is a captured forward entry,
-    /// eager otherwise ([`blaze_runtime::BundleHandle::captures`]). The bundle's watch
+    /// The step as the bundle of `blaze` says ([`blaze_runtime::captured::decide`]): recorded
+    /// (as [`CapturedForward::new`]) when the entry installed for the op stream this step runs
+    /// is a captured forward entry, eager when that entry runs eagerly; when no entry is
+    /// recognised, recorded if the bundle holds a captured forward entry for this device. The bundle's watch
     /// recognises the step during the warm-up calls, so each eager call starts and ends at a
     /// device sync ([`crate::step_boundary`]); replays do not sync.
     pub fn from_bundle(blaze: &blaze_runtime::BundleHandle, device: &Device, step: F) -> Self {
@@ -206,12 +207,8 @@ impl<I: StepInputs, O: StepOutputs, F: Fn(&I) -> O> CapturedForward<I, O, F> {
                 self.state = State::Warming(n + 1);
                 (self.step)(&inputs)
             }
-            State::Warming(n) => match decide(self.bundle.as_ref(), n, WARM_CALLS) {
+            State::Warming(_) => match decide(self.bundle.as_ref()) {
                 Decision::Record => self.record(inputs),
-                Decision::Wait => {
-                    self.state = State::Warming(n + 1);
-                    (self.step)(&inputs)
-                }
                 Decision::Eager(why) => {
                     self.state = State::Eager(why);
                     (self.step)(&inputs)

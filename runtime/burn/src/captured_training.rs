@@ -135,10 +135,10 @@ impl<M: Module, I: StepInputs, O: StepOutputs, F: Fn(M, &mut DeviceAdam, &I) -> 
         }
     }
 
-    /// The step as the bundle of `blaze` says: recorded (as [`CapturedTraining::new`]) when
-    /// the entry installed for the op stream this step runs is a captured training entry,
-    /// eager otherwise ([`blaze_runtime::BundleHandle::captures`]; the bundle's watch
-    /// recognises the step during the warm-up calls).
+    /// The step as the bundle of `blaze` says ([`blaze_runtime::captured::decide`]): recorded
+    /// (as [`CapturedTraining::new`]) when the entry installed for the op stream this step runs
+    /// is a captured training entry, eager when that entry runs eagerly; when no entry is
+    /// recognised, recorded if the bundle holds a captured training entry for this device.
     pub fn from_bundle(
         blaze: &blaze_runtime::BundleHandle,
         device: &Device,
@@ -167,13 +167,9 @@ impl<M: Module, I: StepInputs, O: StepOutputs, F: Fn(M, &mut DeviceAdam, &I) -> 
                 self.state = State::Warming(n + 1);
                 self.trainee.step(&mut self.step, &inputs).0
             }
-            State::Warming(n) => match (decide(self.bundle.as_ref(), n, WARM_CALLS), scalars) {
+            State::Warming(_) => match (decide(self.bundle.as_ref()), scalars) {
                 (Decision::Record, Ok(())) => self.record(inputs),
                 (Decision::Record, Err(cause)) => self.fall_back(cause, Some(inputs)),
-                (Decision::Wait, _) => {
-                    self.state = State::Warming(n + 1);
-                    self.trainee.step(&mut self.step, &inputs).0
-                }
                 (Decision::Eager(why), _) => {
                     self.state = State::Eager(why);
                     self.trainee.step(&mut self.step, &inputs).0

@@ -1,8 +1,9 @@
-//! A captured step made from a bundle (`CapturedForward::from_bundle`) records only when the
-//! entry the bundle installs for the op stream the program actually runs asks for it: an entry
-//! made for another model never makes a loop record, and before the program's step has been
-//! seen the bundle says it does not know yet. One test: Burn's fusion and the bundle's watch are
-//! process-wide. Runs on the default wgpu device (lavapipe in CI).
+//! A captured step made from a bundle (`CapturedForward::from_bundle`) follows the entry the
+//! bundle's watch installs for the op stream the program actually runs: an eager entry for this
+//! step keeps the loop eager even when the bundle also holds another model's captured entry;
+//! its own captured entry records it; before the program's step has been seen the bundle says
+//! it does not know yet, and afterwards it says which entry answered. One test: Burn's fusion
+//! and the bundle's watch are process-wide. Runs on the default wgpu device (lavapipe in CI).
 mod common;
 use blaze_burn::{CapturedForward, Captures, Regime};
 use blaze_ir::plan::{PlanFile, Settings};
@@ -41,21 +42,28 @@ fn call<F: Fn(&Tensor<2>) -> Tensor<2>>(
     eval.run(x)
 }
 
-/// A bundle holding one captured forward entry for a step with this op stream.
-fn bundle(dir: &std::path::Path, name: &str, op_stream: String, ops_per_step: usize) -> std::path::PathBuf {
+/// A forward entry for a step with this op stream, made for `name`, captured or eager.
+fn entry(name: &str, op_stream: &str, ops_per_step: usize, captured: bool) -> PlanFile {
     let contract = Contract {
         model: name.into(),
         regime: Regime::Forward,
         shapes: format!("rows={ROWS}"),
-        op_stream,
+        op_stream: op_stream.into(),
         ops_per_step: ops_per_step as u64,
         device: blaze_burn::device_info(),
         burn_version: blaze_runtime::BURN_VERSION.into(),
         recordable_step: None,
     };
-    let plan = PlanFile::burn_default(contract, Vec::new()).with_settings(Settings::default().captured());
+    let settings = if captured { Settings::default().captured() } else { Settings::default() };
+    PlanFile::burn_default(contract, Vec::new()).with_settings(settings)
+}
+
+/// A bundle of these entries, written to `dir/name.blaze`.
+fn bundle(dir: &std::path::Path, name: &str, entries: Vec<PlanFile>) -> std::path::PathBuf {
     let mut bundle = Bundle::new();
-    bundle.upsert(plan);
+    for plan in entries {
+        bundle.upsert(plan);
+    }
     let path = dir.join(format!("{name}.blaze"));
     std::fs::write(&path, bundle.to_ron()).unwrap();
     path
@@ -87,21 +95,32 @@ fn a_bundle_records_a_step_only_when_its_entry_for_the_running_op_stream_asks_fo
     let eager: Vec<Vec<f32>> = (0..CALLS).map(|c| values(&net.forward(batch(c, &device).0))).collect();
     let (op_stream, ops) = op_stream_of(&net, &device);
 
-    // Another model's captured forward entry: same length of step, another op stream.
-    let other = bundle(&dir, "another-model", "0123456789abcdef0123456789abcdef".into(), ops);
-    let (execution, before, after) = run_loop(&net, &device, &other, &eager);
+    let another = "0123456789abcdef0123456789abcdef";
+
+    // This step's own entry runs eagerly; the bundle also holds another model's captured
+    // forward entry. The watch recognises this step as its own entry, which decides.
+    let both = vec![entry("this-model", &op_stream, ops, false), entry("another-model", another, ops, true)];
+    let (execution, before, after) = run_loop(&net, &device, &bundle(&dir, "both", both), &eager);
     assert_eq!(before, Captures::NotYetKnown, "nothing has run yet");
     assert!(
-        execution.starts_with("eager: no entry of the bundle is installed (no entry matches"),
-        "an entry made for another model does not make this loop record: {execution}"
+        execution.starts_with("eager: the bundle's entry for this op stream (this-model forward")
+            && execution.ends_with(") runs eagerly"),
+        "another model's captured entry does not make this loop record: {execution}"
     );
-    assert!(matches!(after, Captures::Unrecognised(_)), "{after:?}");
+    assert!(matches!(&after, Captures::No(why) if why.contains("this-model forward")), "{after:?}");
 
     // This step's own captured entry: recorded after the warm-up calls.
-    let own = bundle(&dir, "this-model", op_stream, ops);
-    let (execution, before, after) = run_loop(&net, &device, &own, &eager);
+    let own = vec![entry("this-model", &op_stream, ops, true)];
+    let (execution, before, after) = run_loop(&net, &device, &bundle(&dir, "own", own), &eager);
     assert_eq!(before, Captures::NotYetKnown);
     assert!(execution.starts_with("captured ("), "the entry for this op stream records it: {execution}");
     assert!(matches!(&after, Captures::Yes(key) if key.starts_with("this-model forward")), "{after:?}");
+
+    // Only another model's captured entry: the watch recognises no entry and says so; the loop
+    // goes by the bundle's captured forward entry (its recording checked against eager calls).
+    let other = vec![entry("another-model", another, ops, true)];
+    let (execution, _, after) = run_loop(&net, &device, &bundle(&dir, "other", other), &eager);
+    assert!(matches!(after, Captures::Unrecognised(_)), "{after:?}");
+    assert!(execution.starts_with("captured ("), "{execution}");
     let _ = std::fs::remove_dir_all(&dir);
 }
