@@ -54,8 +54,8 @@ pub fn decide(bundle: Option<&(crate::CaptureSource, Regime)>) -> Decision {
         crate::Captures::Yes(_) => Decision::Record,
         crate::Captures::No(why) => Decision::Eager(why),
         crate::Captures::Unrecognised(_) | crate::Captures::NotYetKnown => match source.holds_captured(*regime) {
-            Some(_) => Decision::Record,
-            None => Decision::Eager(format!(
+            true => Decision::Record,
+            false => Decision::Eager(format!(
                 "the bundle holds no captured {regime} entry for this device, and no entry of it is installed for this step's op stream"
             )),
         },

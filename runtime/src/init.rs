@@ -177,14 +177,11 @@ impl CaptureSource {
         }
     }
 
-    /// Whether the bundle holds, for this device, a captured entry of `regime` that a user's
-    /// loop can record (no cuts), whatever op stream the program runs: what a training loop
-    /// whose stream the watch does not recognise goes by ([`crate::captured::decide`]).
-    pub fn holds_captured(&self, regime: blaze_ir::plan::Regime) -> Option<&str> {
-        if self.fallback.is_some() {
-            return None;
-        }
-        self.entries.iter().find(|e| e.regime == regime && e.captured && !e.cuts).map(|e| e.key.as_str())
+    /// Whether the bundle holds, for this device, a captured entry of `regime` that a loop can
+    /// record (no cuts), whatever op stream the program runs: what a step whose stream the
+    /// watch does not recognise goes by ([`crate::captured::decide`]).
+    pub fn holds_captured(&self, regime: blaze_ir::plan::Regime) -> bool {
+        self.fallback.is_none() && self.entries.iter().any(|e| e.regime == regime && e.captured && !e.cuts)
     }
 }
 

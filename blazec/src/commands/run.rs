@@ -64,13 +64,14 @@ pub fn run(resolve: &Resolver, args: &RunArgs) -> anyhow::Result<()> {
         Some(n) => Settle::Steps(n),
         None => Settle::For(std::time::Duration::from_millis(args.settle_ms)),
     };
-    // A captured plan records the step; under a bundle with a captured entry for this regime,
-    // the step records if that entry is the one installed for the op stream this run produces
-    // (decided after the warm-up steps, when the bundle's watch has recognised the step).
+    // A captured plan records the step. Under a bundle that holds a captured entry for this
+    // regime, the step is wrapped and the one rule (`blaze_runtime::captured::decide`) says,
+    // after the warm-up steps, whether it records; a bundle without one never records.
     let regime = args.model.regime;
-    let captured = match (&planned, &bundled) {
+    let source = bundled.as_ref().map(|b| b.capture_source());
+    let captured = match (&planned, &source) {
         (Some(LoadOutcome::Applied(h)), _) => h.plan.settings.is_captured(),
-        (None, Some(b)) => b.entries.iter().any(|p| p.contract.regime == regime && p.settings.is_captured()),
+        (None, Some(s)) => s.holds_captured(regime),
         _ => false,
     };
     let report = if captured {
@@ -78,8 +79,8 @@ pub fn run(resolve: &Resolver, args: &RunArgs) -> anyhow::Result<()> {
         if let Some(LoadOutcome::Applied(h)) = &planned {
             model = model.with_plan(&h.plan.cuts, &h.plan.settings);
         }
-        if let (None, Some(b)) = (&planned, &bundled) {
-            model = model.decided_by(b.capture_source(), regime);
+        if let (None, Some(s)) = (&planned, source) {
+            model = model.decided_by(s, regime);
         }
         run_loaded(&mut model, loaded, args.warmup, settle, args.steps).with_capture(&model)
     } else {

@@ -19,9 +19,9 @@
 //!   dropout draws from a host seed, which a recording keeps).
 //! * [`CapturedForward`]: a user's own forward step (an inference or evaluation loop)
 //!   captured: recorded after warm-up, its first replays checked against eager execution,
-//!   eager with one warning on any failure or mismatch. Made with `from_bundle`, it records
-//!   only when the bundle's entry for the op stream the program runs asks for it
-//!   ([`BundleHandle::captures`], [`Captures`]).
+//!   eager with one warning on any failure or mismatch. Made with `from_bundle`, the bundle
+//!   decides: the entry its watch installed for the op stream the program runs, else its own
+//!   captured entry of that regime ([`BundleHandle::captures`], [`Captures`]).
 //! * [`CapturedTraining`]: the same for a user's own training step with [`DeviceAdam`]: its
 //!   first replays are checked against an eager step from the same state (outputs and
 //!   parameters).
