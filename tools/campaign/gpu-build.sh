@@ -14,15 +14,19 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 # Packed beside and renamed into place: a device call carrying .gpu meanwhile takes the old
 # binary or the new one, never half of one.
 pack() { strip -o "/tmp/$2.stripped" "$CARGO_TARGET_DIR/release/$1"; xz -T2 -6 -c "/tmp/$2.stripped" > "$3/.$2.xz.part"; mv "$3/.$2.xz.part" "$3/$2.xz"; }
-# GPU_BACKEND=cuda: blazec alone with Burn's CUDA backend (feature `cuda`), packed as
-# .gpu-cuda/blazec.xz, in its own target directory (the one `./blaze` uses for CUDA).
+# GPU_BACKEND=cuda: blazec with Burn's CUDA backend (feature `cuda`), packed as
+# .gpu-cuda/blazec.xz, and the output-copy timing (examples/output-copies) as
+# .gpu-cuda/blaze-output-copies.xz, in one build (one feature set) in its own target directory
+# (the one `./blaze` uses for CUDA).
 if [ "${GPU_BACKEND:-vulkan}" = cuda ]; then
   export CARGO_TARGET_DIR="${GPU_TARGET_DIR:-/var/tmp/blaze-target-cuda}"
-  cargo build --release -p blazec --features blazec/cuda,blazec/faults
+  cargo build --release -p blazec -p blaze-output-copies \
+    --features blazec/cuda,blazec/faults,blaze-output-copies/cuda
   "$CARGO_TARGET_DIR/release/blazec" --version | grep -q "shader compiler cuda" \
     || { echo "blazec was built without CUDA: $("$CARGO_TARGET_DIR/release/blazec" --version)" >&2; exit 1; }
   mkdir -p .gpu-cuda
   pack blazec blazec .gpu-cuda
+  pack blaze-output-copies blaze-output-copies .gpu-cuda
   ls -la .gpu-cuda; exit 0
 fi
 export CARGO_TARGET_DIR="${GPU_TARGET_DIR:-/var/tmp/blaze-target-vk}"

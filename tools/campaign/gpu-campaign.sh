@@ -64,6 +64,10 @@
 #                              per model, blazec trace, a plan of Burn's own partition captured
 #                              (`blazec plan --captured`), then that plan's `blazec run` as loadcheck's
 #                              ($R/tracecheck/<model>.<regime>.{trace.ron,ron,txt})
+#   copies:<regime>            what a captured step's output copies cost (blaze-output-copies, CUDA
+#                              builds): forward, training or both
+#   outside                    a user's crate outside the workspace on CUDA (tools/campaign/outside-cuda-build.sh):
+#                              trace, plan and bundle its model, train with the bundle, the contract program
 #   decisions                  this machine's CubeCL autotune decisions as a bundle with no plan
 #                              ($R/decisions/workloads.<h100|h200>.blaze), for plans/autotune/
 #   torch:<models>:<regime>[:<batch>]
@@ -95,7 +99,9 @@ T0=$(date +%s); REPO=$(pwd)
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp
 export __GL_SHADER_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1 __GL_SHADER_DISK_CACHE_SIZE=4000000000
-for b in blazec blaze-overhead-patched blaze-overhead-stock; do
+# tools/campaign/outside-cuda-build.sh packs the CUDA binaries together (bins.tar.xz).
+[ -f $BIN_DIR/bins.tar.xz ] && xz -dc $BIN_DIR/bins.tar.xz | tar xf - -C /tmp
+for b in blazec blaze-output-copies my-model contract blaze-overhead-patched blaze-overhead-stock; do
   for dir in $BIN_DIR .gpu-overhead; do
     [ -f $dir/$b.xz ] && xz -dc $dir/$b.xz > /tmp/$b && chmod +x /tmp/$b
   done
@@ -355,6 +361,21 @@ for stage in ${STAGES:-}; do
         /tmp/blazec plan --trace $f.trace.ron --captured -o $f.ron >> $f.trace.txt 2>&1 || continue
         name=tracecheck-run-$m-$b; plancheck $f.ron $f.txt $m --regime $b
       done ;;
+    copies)
+      # What keeping a captured step's outputs valid costs (examples/output-copies, CUDA builds):
+      # regime $a (forward, training or both), $COPIES_ROUNDS rounds of $COPIES_CALLS calls an arm.
+      name=copies-$a; timed ${COPIES_TIMEOUT:-240} /tmp/blaze-output-copies $a --rounds ${COPIES_ROUNDS:-5} \
+        --calls ${COPIES_CALLS:-100} > $R/output-copies-$a.txt 2>&1 ;;
+    outside)
+      # A user's crate outside the workspace on Burn's CUDA backend (my-model and contract, from
+      # tools/campaign/outside-cuda-build.sh): its own binary traces its model, plans and bundles it
+      # and trains with the bundle through blaze_burn::init; then the README's contract program.
+      o=$R/outside; mkdir -p $o
+      name=outside-trace; timed 200 /tmp/my-model trace tiny-mlp-lm --regime training -o $o/t.ron > $o/trace.txt 2>&1
+      name=outside-plan; timed 100 /tmp/my-model plan --trace $o/t.ron --every-live 2 -o $o/p.ron \
+        --bundle $o/model.blaze > $o/plan.txt 2>&1
+      name=outside-train; timed 200 /tmp/my-model train --bundle $o/model.blaze > $o/train.txt 2>&1
+      name=outside-contract; timed 200 /tmp/contract $o/model.blaze > $o/contract.txt 2>&1 ;;
     decisions)
       # This machine's autotune decisions, no plan: what plans/autotune/ ships for a device.
       mkdir -p $R/decisions; rm -rf $R/decisions/workloads.$DEV.blaze*

@@ -45,6 +45,7 @@ pub fn run(resolve: &Resolver, args: &RunArgs) -> anyhow::Result<()> {
     // when CubeCL reads the submission batch): a bundle's autotune decisions and its one-call
     // start-up, as `blaze_burn::init` does, and a plan's submission batch.
     let device = blaze_burn::device_info();
+    println!("device: {}", blaze_burn::device_details());
     if let Some(bundle) = &args.bundle {
         blaze_burn::seed_autotune(bundle, &device);
     }

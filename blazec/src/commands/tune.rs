@@ -200,6 +200,7 @@ pub fn run_tune(resolve: &Resolver, args: &TuneArgs) -> anyhow::Result<()> {
         return worker(factory.as_ref(), args, &dir);
     }
     let mut progress = progress_printer("tune", args.verbose);
+    progress(&format!("device {}", blaze_burn::device_details()));
     let fusion_off = match args.no_fusion_off {
         true => None,
         false => {

@@ -328,7 +328,7 @@ fn prepare(
             verify(factory, regime, &c, false)
         };
         let keep = c.is_burn() || outcome.is_verified();
-        let arm = Arm::new(c.to_text(), outcome);
+        let arm = Arm::new(c.to_text(), outcome, c.unfused);
         if keep {
             arms.push(arm);
             out.push(c);

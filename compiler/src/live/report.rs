@@ -22,11 +22,15 @@ pub struct Arm {
     /// The verification gate's outcome on side instances.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verification: Option<VerifyOutcome>,
+    /// The arm runs with fusion off (the stock reference of the break-even figures). Reports
+    /// written before 2026-12-07 leave it out; their figures were computed when written.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unfused: bool,
 }
 
 impl Arm {
-    pub fn new(text: String, outcome: VerifyOutcome) -> Self {
-        Arm { text, verify: String::new(), verification: Some(outcome) }
+    pub fn new(text: String, outcome: VerifyOutcome, unfused: bool) -> Self {
+        Arm { text, verify: String::new(), verification: Some(outcome), unfused }
     }
 
     /// The gate's outcome, from the typed record or from an older report's text.
@@ -145,7 +149,7 @@ impl LiveReport {
             .sum();
         self.slower_arms_ms = Some(slower);
         let cost_ms = self.prepare_s * 1e3 + slower.max(0.0);
-        let off = self.arms.iter().position(|a| a.text.ends_with("fusion-off"));
+        let off = self.arms.iter().position(|a| a.unfused);
         let burn = median(0);
         let stock = burn.map(|b| off.and_then(median).map_or(b, |o| b.min(o)));
         let pays = |reference: Option<f64>| reference.filter(|r| *r > kept_ms).map(|r| cost_ms / (r - kept_ms));

@@ -1,8 +1,8 @@
 //! A user's own Burn model, driven by blazec's commands through the harness.
 //!
-//! A user implements `blaze_runtime::Model` (one step, describe, sync) and
-//! `blaze_runtime::ModelFactory` (build a fresh seeded instance), lists their models in a
-//! `Catalog`, and hands it to `blazec::main_with`. Their binary then has every
+//! A user describes their network, its batches and its loss as a `blaze_burn::Tunable` (a
+//! `blaze_runtime::ModelFactory`), lists their models in a `Catalog`, and hands it to
+//! `blazec::main_with`. Their binary then has every
 //! blazec command: `user-model trace tiny-mlp-lm -o t.ron`, `user-model tune …`, `… run --plan`.
 //! `user-model train --bundle model.blaze` is the user's own training program, started with
 //! the one call `blaze_burn::init` (serve.rs).
@@ -17,7 +17,7 @@ struct MyModels;
 impl Catalog for MyModels {
     fn find(&self, name: &str, batch: Option<usize>, seq: Option<usize>) -> Option<Box<dyn ModelFactory>> {
         (name == model::NAME || name.starts_with(&format!("{}-b", model::NAME)))
-            .then(|| Box::new(model::TinyMlpLm::new(batch.unwrap_or(8), seq.unwrap_or(32))) as Box<dyn ModelFactory>)
+            .then(|| Box::new(model::tiny_mlp_lm(batch.unwrap_or(8), seq.unwrap_or(32))) as Box<dyn ModelFactory>)
     }
 
     fn names(&self) -> Vec<String> {

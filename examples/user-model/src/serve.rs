@@ -2,7 +2,6 @@
 //! Blaze outside blazec: one call at start-up, a step boundary (one device sync) at the start
 //! of every step, then train, then evaluate. Nothing else in the program knows about plans; the bundle's training entry is installed during training and its
 //! forward entry during evaluation, chosen by the op stream the program runs.
-use crate::model::TinyMlpLm;
 use blaze_ir::plan::Regime;
 use blaze_runtime::{Model, ModelFactory, StepRecorder};
 
@@ -44,7 +43,7 @@ pub fn options(args: &[String]) -> Result<Options, String> {
 }
 
 pub fn train_then_evaluate(opts: &Options) -> Result<(), String> {
-    let factory = TinyMlpLm::new(8, 32);
+    let factory = crate::model::tiny_mlp_lm(8, 32);
     // The one line a user adds, before the first tensor operation.
     let blaze = blaze_burn::init(&blaze_burn::default_device(), &opts.bundle);
     let mut train = factory.build(Regime::Training)?;

@@ -135,6 +135,28 @@ pub struct CapturedForward<I, O, F> {
     capturing: Option<blaze_runtime::watch::Capturing>,
     /// Made with [`CapturedForward::from_bundle`]: the bundle decides whether to record.
     bundle: Option<(blaze_runtime::CaptureSource, Regime)>,
+    /// Replays hand out copies (always, except under the `measure` feature's hook).
+    hand_out: HandOut,
+}
+
+/// How a replay's outputs reach the caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HandOut {
+    /// Copied out of the recording's buffers: the caller's to keep.
+    Copy,
+    /// The recording's own buffers, overwritten by the next replay. Only the `measure`
+    /// feature's hook selects it, to time what [`HandOut::Copy`] costs.
+    #[cfg_attr(not(feature = "measure"), allow(dead_code))]
+    Shared,
+}
+
+impl HandOut {
+    pub(crate) fn outputs<O: StepOutputs>(self, recorded: &O) -> O {
+        match self {
+            HandOut::Copy => recorded.copied(),
+            HandOut::Shared => recorded.clone(),
+        }
+    }
 }
 
 impl<I: StepInputs, O: StepOutputs, F: Fn(&I) -> O> CapturedForward<I, O, F> {
@@ -163,7 +185,17 @@ impl<I: StepInputs, O: StepOutputs, F: Fn(&I) -> O> CapturedForward<I, O, F> {
             replays: 0,
             capturing: None,
             bundle: None,
+            hand_out: HandOut::Copy,
         }
+    }
+
+    /// Measuring only (the `measure` feature, never a user's build): steady replays hand out
+    /// the recording's own output buffers, which the next call overwrites, so the cost of the
+    /// copies [`CapturedForward::run`] makes can be timed against this.
+    #[cfg(feature = "measure")]
+    pub fn without_output_copies(mut self) -> Self {
+        self.hand_out = HandOut::Shared;
+        self
     }
 
     /// The step as the bundle of `blaze` says ([`blaze_runtime::captured::decide`]): recorded
@@ -268,7 +300,7 @@ impl<I: StepInputs, O: StepOutputs, F: Fn(&I) -> O> CapturedForward<I, O, F> {
         held.write(fresh).map_err(|e| (format!("input refresh: {e}"), None))?;
         graph.replay().map_err(|e| (format!("replay: {e}"), None))?;
         self.replays += 1;
-        Ok(graph.outputs().copied())
+        Ok(self.hand_out.outputs(graph.outputs()))
     }
 
     fn checked_replay(&mut self, graph: Recorded<O>, left: usize, fresh: I) -> O {

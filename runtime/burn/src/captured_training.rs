@@ -40,7 +40,7 @@
 //! the buffers the recording reads.) The copy costs the model and its
 //! moments once more in device memory, and a read of the parameters per checked call.
 use crate::capture::{PREPARE_LAUNCHES, Recorded, record_graph};
-use crate::captured_step::{CHECKED_REPLAYS, State, StepInputs, StepOutputs, WARM_CALLS, difference};
+use crate::captured_step::{CHECKED_REPLAYS, HandOut, State, StepInputs, StepOutputs, WARM_CALLS, difference};
 use crate::device_adam::DeviceAdam;
 use crate::params::{copy_parameters, parameter_values};
 use blaze_ir::plan::Regime;
@@ -62,6 +62,8 @@ pub struct CapturedTraining<M, I, O, F> {
     capturing: Option<blaze_runtime::watch::Capturing>,
     /// Made with [`CapturedTraining::from_bundle`]: the bundle decides whether to record.
     bundle: Option<(blaze_runtime::CaptureSource, Regime)>,
+    /// Replays hand out copies (always, except under the `measure` feature's hook).
+    hand_out: HandOut,
 }
 
 /// What a training step changes: the module's parameters and the optimizer's state.
@@ -132,7 +134,17 @@ impl<M: Module, I: StepInputs, O: StepOutputs, F: Fn(M, &mut DeviceAdam, &I) -> 
             copy: None,
             capturing: None,
             bundle: None,
+            hand_out: HandOut::Copy,
         }
+    }
+
+    /// Measuring only (the `measure` feature, never a user's build): steady replays hand out
+    /// the recording's own output buffers, which the next call overwrites, so the cost of the
+    /// copies [`CapturedTraining::run`] makes can be timed against this.
+    #[cfg(feature = "measure")]
+    pub fn without_output_copies(mut self) -> Self {
+        self.hand_out = HandOut::Shared;
+        self
     }
 
     /// The step as the bundle of `blaze` says ([`blaze_runtime::captured::decide`]): recorded
@@ -301,7 +313,7 @@ impl<M: Module, I: StepInputs, O: StepOutputs, F: Fn(M, &mut DeviceAdam, &I) -> 
         match self.refresh_and_replay(&graph, fresh, scalars) {
             Ok(()) => {
                 // A copy: the next replay writes the recording's output buffers again.
-                let out = graph.outputs().copied();
+                let out = self.hand_out.outputs(graph.outputs());
                 self.state = State::Replaying(graph);
                 out
             }

@@ -98,6 +98,73 @@ fn cuda_info() -> DeviceInfo {
     DeviceInfo { adapter: name, backend: "cuda".into(), compiler: COMPILER.into() }
 }
 
+/// The device [`default_device`] runs on, for a person reading a log or a results file: for
+/// CUDA the device's name, compute capability, the driver's CUDA version and NVRTC's version;
+/// for wgpu the adapter, its API and its driver. Not part of a plan contract (a driver update
+/// does not make a plan mean something else; the contract's [`device_info`] keys it).
+pub fn device_details() -> String {
+    #[cfg(feature = "cuda")]
+    {
+        cuda_details()
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        wgpu_details()
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn cuda_details() -> String {
+    use cudarc::driver::{result, sys};
+    let info = device_info();
+    if info.backend != "cuda" {
+        return format!("{} (cuda)", info.adapter);
+    }
+    let version = |v: i32| format!("{}.{}", v / 1000, (v % 1000) / 10);
+    // The driver and NVRTC are loaded already (device_info brought the device up); each query
+    // that fails says so in place of its value.
+    let capability = result::init().and_then(|()| result::device::get(0)).and_then(|dev| {
+        use sys::CUdevice_attribute::*;
+        // SAFETY: `dev` was returned by cuDeviceGet.
+        unsafe {
+            let major = result::device::get_attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+            let minor = result::device::get_attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+            Ok(format!("{major}.{minor}"))
+        }
+    });
+    let capability = capability.unwrap_or_else(|e| format!("unknown ({e:?})"));
+    let mut driver = 0;
+    // SAFETY: cuDriverGetVersion writes one int through a valid pointer.
+    let driver = match unsafe { sys::cuDriverGetVersion(&mut driver) } {
+        sys::CUresult::CUDA_SUCCESS => version(driver),
+        e => format!("unknown ({e:?})"),
+    };
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: nvrtcVersion writes two ints through valid pointers.
+    let nvrtc = match unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) } {
+        cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS => format!("{major}.{minor}"),
+        e => format!("unknown ({e:?})"),
+    };
+    format!("{} (cuda), compute capability {capability}, driver CUDA {driver}, NVRTC {nvrtc}", info.adapter)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn wgpu_details() -> String {
+    use burn::backend::wgpu::wgpu;
+    let instance = wgpu::Instance::default();
+    let adapter = pollster_block(instance.request_adapter(&wgpu::RequestAdapterOptions {
+        power_preference: wgpu::PowerPreference::HighPerformance,
+        ..Default::default()
+    }));
+    match adapter {
+        Ok(a) => {
+            let i = a.get_info();
+            format!("{} ({:?}), driver {} {}", i.name, i.backend, i.driver, i.driver_info).to_lowercase().trim().into()
+        }
+        Err(e) => format!("unavailable: {e}"),
+    }
+}
+
 /// The one warning for a device wgpu reaches through OpenGL: on a machine with no Vulkan
 /// driver wgpu falls back to GL (Mesa's llvmpipe on a machine without a GPU), where no plan
 /// made on Vulkan or Metal applies, and where a fused matmul's first autotune was seen to wait

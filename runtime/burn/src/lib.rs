@@ -42,6 +42,7 @@ pub mod device_adam;
 pub mod device_dropout;
 pub mod device_timer;
 mod params;
+pub mod tunable;
 
 pub use autotune::{Seeded, seed_autotune, seed_shipped};
 pub use blaze_ir::plan::Regime;
@@ -49,11 +50,12 @@ pub use blaze_runtime::{BundleHandle, CaptureSource, Captures, Description, Mode
 pub use capture::{StableInput, record};
 pub use captured_step::CapturedForward;
 pub use captured_training::CapturedTraining;
-pub use device::{COMPILER, default_device, device_info};
+pub use device::{COMPILER, default_device, device_details, device_info};
 pub use device_adam::DeviceAdam;
 pub use device_dropout::DeviceDropout;
 pub use device_timer::{DeviceBlockTimer, DeviceSpans};
 pub use params::{init_params, parameter_values};
+pub use tunable::Tunable;
 
 /// Marks the start of a step: syncs `device`, so the step's operations are indexed from here
 /// (see the crate docs). After a step that read its loss back the device is idle anyway; the
