@@ -2,7 +2,7 @@
 //! GPU campaign binary have it; the default release build has neither these flags nor the
 //! `BLAZE_INJECT_*` variables). Each command's switches are one struct, flattened into its
 //! arguments with the feature and all off without it.
-use blaze_compiler::tune::measure::Slowdown;
+use blaze_compiler::measure::Slowdown;
 use clap::Args;
 
 /// `blazec tune`'s switches.

@@ -1,11 +1,11 @@
 //! The captured gate's eager runs are made once per tune: a recording gated after another takes
 //! Burn's own runs (its eager twin, fusion off, Burn's default plan) from the earlier gate
-//! (`blaze_compiler::tune::verify::EagerRuns`). That is right only if an eager run from a fresh
+//! (`blaze_compiler::verify::EagerRuns`). That is right only if an eager run from a fresh
 //! seeded instance computes the same numbers whenever it is made in the process, a recording
 //! made in between included. Checked here on the device, in process (the fuser's policy is
 //! process-wide: one test).
 use blaze_compiler::candidate::Candidate;
-use blaze_compiler::tune::verify::{EagerRuns, verify_captured};
+use blaze_compiler::verify::{EagerRuns, verify_captured};
 use blaze_ir::plan::{Regime, VerifyOutcome};
 
 /// The training gate's length at the small shape (eager warm-up, recording, replays).

@@ -147,7 +147,7 @@ fn library_crates_print_only_their_documented_lines() {
     assert!(!prints_in(&crates["blazec"].dir.join("src")).is_empty());
 }
 
-/// Module name of a source file: `tune/race.rs` -> `tune`.
+/// Module name of a source file: `tune/processes.rs` -> `tune`.
 fn node_of(rel: &str) -> String {
     rel.trim_end_matches(".rs").split('/').next().unwrap().to_string()
 }

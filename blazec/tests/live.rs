@@ -117,7 +117,7 @@ fn a_live_run_settles_rechecks_and_keeps_burns_numbers() {
     assert_eq!(burn.len(), STEPS);
     let diff = max_rel_diff(&run.losses, &burn);
     eprintln!("live run vs Burn's run: largest relative loss difference {diff:e} over {STEPS} steps");
-    assert!(diff <= blaze_compiler::tune::verify::REL_TOL, "losses drifted {diff:e} from Burn's run");
+    assert!(diff <= blaze_compiler::verify::REL_TOL, "losses drifted {diff:e} from Burn's run");
 }
 
 /// Drift on a real run: from the first settle on, the kept arm's steps are made twice as long
@@ -253,5 +253,5 @@ fn a_captured_arm_whose_recording_fails_on_the_runs_own_steps_is_withdrawn_with_
     let burn = burns_own_losses(STEPS);
     let until = withdrawn[0] as usize;
     let diff = max_rel_diff(&run.losses[..until], &burn[..until]);
-    assert!(diff <= blaze_compiler::tune::verify::REL_TOL, "losses before the failure drifted {diff:e} from Burn's");
+    assert!(diff <= blaze_compiler::verify::REL_TOL, "losses before the failure drifted {diff:e} from Burn's");
 }

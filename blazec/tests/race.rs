@@ -2,7 +2,7 @@
 //! computes exactly what a BURN_FUSION_MAX_EXPLORATIONS=0 process computes, and `race-check`
 //! finds a known slowdown.
 mod common;
-use blaze_compiler::tune::verify::Probe;
+use blaze_compiler::verify::Probe;
 use common::*;
 
 #[test]

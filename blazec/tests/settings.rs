@@ -2,7 +2,7 @@
 //! changes the executed partition, in this process, to exactly what Burn executes with that
 //! width set in burn.toml in a process of its own; version-1 plans still run as before.
 mod common;
-use blaze_compiler::tune::verify::Probe;
+use blaze_compiler::verify::Probe;
 use common::*;
 
 fn plan_with(dir: &std::path::Path, name: &str, extra: &[&str]) -> std::path::PathBuf {
@@ -251,7 +251,7 @@ fn tune_races_submission_batches_across_co_resident_processes() {
     let verdict = slowed.standing.as_ref().map(|s| s.verdict.clone());
     assert_eq!(
         verdict,
-        Some(blaze_compiler::tune::race::Verdict::Slower),
+        Some(blaze_compiler::race::Verdict::Slower),
         "the slowed server is found slower: {}",
         slowed.outcome
     );

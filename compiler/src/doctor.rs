@@ -10,7 +10,7 @@
 use crate::candidate::Candidate;
 use crate::ddmin::{self, ddmin};
 use crate::tracer::{TraceOptions, trace};
-use crate::tune::verify::{Probe, probe_steps};
+use crate::verify::{Probe, probe_steps};
 use blaze_ir::{BoundaryId, Trace, plan::Regime};
 use blaze_runtime::ModelFactory;
 use serde::{Deserialize, Serialize};

@@ -2,7 +2,7 @@
 //!
 //! Processing order: [`tracer`] (capture a step) → `enumerate` (candidate plans) →
 //! `canon` (e-graph: collapse requests that must execute identically) → `confirm` (run each
-//! once, collapse what executed identically) → `tune::race` over `tune::measure` visits (paired
+//! once, collapse what executed identically) → `race` over `measure` visits (paired
 //! rounds against Burn's plan, fusion off in-process) → `verify` (probe under the winner and
 //! Burn's plan) → `select` (a confident winner that verifies) → `report`. `race_check` measures
 //! the race's own error rates.
@@ -30,10 +30,13 @@ pub mod failure;
 pub mod files;
 pub mod greedy;
 pub mod live;
+pub mod measure;
 pub mod orphan;
 pub mod profile;
+pub mod race;
 pub mod runner;
 pub mod space;
 pub mod stats;
 pub mod tracer;
 pub mod tune;
+pub mod verify;

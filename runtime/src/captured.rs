@@ -265,9 +265,9 @@ impl Model for Captured {
         self.inner.describe()
     }
 
-    fn step(&mut self, capture: bool) -> StepOutput {
+    fn step(&mut self, read_logits: bool) -> StepOutput {
         if let Some(mut out) = self.pending.pop_front() {
-            if !capture {
+            if !read_logits {
                 out.logits.clear();
             }
             return out;
@@ -283,25 +283,25 @@ impl Model for Captured {
                 // A plan with cuts: the last warm-up step is the eager step its recording is
                 // checked against.
                 if self.plan.is_some() && eager_steps + 1 == self.warm_steps {
-                    let (eager, out) = self.observed_step(capture);
+                    let (eager, out) = self.observed_step(read_logits);
                     self.eager_step = Some(eager);
                     return out;
                 }
                 None
             }
             CaptureState::Warming { .. } => match decide(self.bundle.as_ref()) {
-                Decision::Record => self.record(capture),
+                Decision::Record => self.record(read_logits),
                 Decision::Eager(why) => {
                     self.state = CaptureState::Eager(why);
                     None
                 }
             },
-            CaptureState::Replaying => self.replay(capture),
+            CaptureState::Replaying => self.replay(read_logits),
             CaptureState::Eager(_) => None,
         };
         // Eager whenever no recording ran this step: warming up, or fallen back (also in the
         // step where the recording or the replay failed, so no step is lost).
-        out.unwrap_or_else(|| self.inner.step(capture))
+        out.unwrap_or_else(|| self.inner.step(read_logits))
     }
 
     fn sync(&self) {

@@ -31,7 +31,7 @@ pub struct StepOutput {
     /// The step's loss (read back, so the step is complete on the device).
     pub loss: f32,
     /// The model's output for the step's batch, row-major, `classes` values per row; empty
-    /// unless captured.
+    /// unless the step was asked to read it (`Model::step`'s `read_logits`).
     pub logits: Vec<f32>,
     /// Values per output row: classes of a classifier, output width of a regression model.
     pub classes: usize,
@@ -43,12 +43,13 @@ pub struct StepOutput {
 /// * `step` runs exactly one step (training: forward, loss, backward, optimiser update;
 ///   forward: one forward pass without gradient tracking and the loss) on the next batch and
 ///   reads the loss back before returning;
-/// * `capture` must not change the operations the step registers: read the logits after the
-///   loss, from a tensor the step keeps alive in either case;
+/// * `read_logits` (also read the step's outputs back, for verification) must not change the
+///   operations the step registers: read them after the loss, from a tensor the step keeps
+///   alive in either case;
 /// * everything is registered from the calling thread.
 pub trait Model {
     fn describe(&self) -> Description;
-    fn step(&mut self, capture: bool) -> StepOutput;
+    fn step(&mut self, read_logits: bool) -> StepOutput;
     /// Wait until the device has finished all work (a fusion sync point).
     fn sync(&self);
     /// Every parameter's values now, in a fixed order (empty: the model does not say). The

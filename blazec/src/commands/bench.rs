@@ -4,8 +4,8 @@
 //! several GPU calls) without running anything.
 use blaze_compiler::child::ChildRun;
 use blaze_compiler::files::{to_ron, write_atomic};
+use blaze_compiler::measure::PROTOCOL;
 use blaze_compiler::stats::Summary;
-use blaze_compiler::tune::measure::PROTOCOL;
 use blaze_ir::plan::DeviceInfo;
 use clap::Args;
 use serde::{Deserialize, Serialize};

@@ -13,7 +13,7 @@ pub struct DoctorArgs {
     #[arg(long, default_value_t = 3)]
     steps: u32,
     /// Largest relative difference from the unfused reference that counts as equal.
-    #[arg(long, default_value_t = blaze_compiler::tune::verify::REL_TOL as f64)]
+    #[arg(long, default_value_t = blaze_compiler::verify::REL_TOL as f64)]
     tolerance: f64,
     /// Most probes the search may run.
     #[arg(long, default_value_t = 200)]

@@ -80,7 +80,7 @@ pub fn live(resolve: &Resolver, args: &LiveArgs) -> anyhow::Result<()> {
     opts.schedule.first_check = args.first_check;
     opts.schedule.select = args.race.rules();
     opts.schedule.check =
-        blaze_compiler::tune::race::RaceRules { max_rounds: args.check_rounds, ..opts.schedule.check.clone() };
+        blaze_compiler::race::RaceRules { max_rounds: args.check_rounds, ..opts.schedule.check.clone() };
     let mut progress = crate::progress::progress_printer("live", true);
     let mut live = Live::start(factory.as_ref(), args.model.regime, &opts, &mut progress)?;
     // After the gate: only the run's own recordings meet the fault.

@@ -12,7 +12,7 @@ pub struct ProbeArgs {
     /// burn, fusion-off, or a plan file's path (its cuts).
     #[arg(long, default_value = "burn")]
     arm: String,
-    #[arg(long, default_value_t = blaze_compiler::tune::verify::PROBE_STEPS)]
+    #[arg(long, default_value_t = blaze_compiler::verify::PROBE_STEPS)]
     steps: u32,
     /// First run this many steps of Burn's plan on another instance, so the arm is probed in
     /// a process where Burn's plans are already cached (as in a race).
@@ -38,7 +38,7 @@ pub fn run(resolve: &Resolver, args: ProbeArgs) -> anyhow::Result<()> {
         let mut other = factory.build(model.regime).map_err(anyhow::Error::msg)?;
         blaze_compiler::drive::warm_up(other.as_mut(), burn_first);
     }
-    let probe = blaze_compiler::tune::verify::probe_steps(factory.as_ref(), model.regime, &candidate, false, steps)
+    let probe = blaze_compiler::verify::probe_steps(factory.as_ref(), model.regime, &candidate, false, steps)
         .map_err(anyhow::Error::msg)?;
     blaze_compiler::files::write_atomic(&output, &blaze_compiler::files::to_ron(&probe))?;
     println!(

@@ -1,7 +1,7 @@
 //! `blazec race-check`: the race's error rates measured on the real device.
 //!
 //! Each level runs `--trials` independent races of Burn's plan against itself, the challenger
-//! slowed by a known fraction (test-only switch, `tune::measure::Slowdown`): level 0 is the A/A
+//! slowed by a known fraction (test-only switch, `measure::Slowdown`): level 0 is the A/A
 //! check (any "faster" is a false win), a level above 0 measures power (how often the race
 //! declares the slowed plan slower). The true size of each slowdown is calibrated first by one
 //! long race of fixed length (`--calibrate-rounds`, a single look), since a busy wait after the
@@ -13,8 +13,8 @@ use anyhow::Context;
 use blaze_compiler::candidate::Candidate;
 use blaze_compiler::catalog::Resolver;
 use blaze_compiler::files::{to_ron, write_atomic};
-use blaze_compiler::tune::measure::{Slowdown, VisitShape, race_on_device};
-use blaze_compiler::tune::race::{Race, RaceRules, Standing, Stop, Verdict};
+use blaze_compiler::measure::{Slowdown, VisitShape, race_on_device};
+use blaze_compiler::race::{Race, RaceRules, Standing, Stop, Verdict};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
@@ -103,7 +103,7 @@ pub fn race_check(resolve: &Resolver, args: &RaceCheckArgs) -> anyhow::Result<()
         device: model.describe().device,
         commit: blaze_compiler::COMMIT.into(),
         date: blaze_compiler::files::now_utc(),
-        protocol: blaze_compiler::tune::measure::PROTOCOL.into(),
+        protocol: blaze_compiler::measure::PROTOCOL.into(),
         rules: rules.clone(),
         autotune_cache: Some(cache.display().to_string()),
         warmup_s,

@@ -16,8 +16,8 @@
 use crate::model_args::{ModelArgs, resolve_model};
 use blaze_compiler::catalog::Resolver;
 use blaze_compiler::drive::{Settle, settle};
+use blaze_compiler::measure::{median_step_ms, visit_block};
 use blaze_compiler::runner::contract_of;
-use blaze_compiler::tune::measure::{median_step_ms, visit_block};
 use blaze_runtime::watch::OpStreamCheck;
 use blaze_runtime::{LoadOutcome, load_plan, preset_submission_batch};
 use clap::Args;

@@ -42,14 +42,14 @@ pub fn run(resolve: &Resolver, args: VerifyArgs) -> anyhow::Result<()> {
     let factory = factory_named(resolve, &model)?;
     let candidate = blaze_compiler::candidate::Candidate::with_settings(1, cuts, settings);
     let outcome = match gate_steps {
-        Some(steps) if candidate.is_captured() => blaze_compiler::tune::verify::verify_captured(
+        Some(steps) if candidate.is_captured() => blaze_compiler::verify::verify_captured(
             factory.as_ref(),
             regime,
             &candidate,
             steps,
-            &mut blaze_compiler::tune::verify::EagerRuns::default(),
+            &mut blaze_compiler::verify::EagerRuns::default(),
         ),
-        _ => blaze_compiler::tune::verify::verify(factory.as_ref(), regime, &candidate, inject_fault),
+        _ => blaze_compiler::verify::verify(factory.as_ref(), regime, &candidate, inject_fault),
     };
     println!(
         "verify {model} ({} cuts{}): {outcome:?}",

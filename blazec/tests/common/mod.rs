@@ -148,17 +148,11 @@ pub fn burn_default(regime: &str) -> RunReport {
 }
 
 #[allow(unused_imports)]
-pub use blaze_compiler::tune::verify::{argmax_rows, max_rel_diff};
+pub use blaze_compiler::verify::{argmax_rows, max_rel_diff};
 
 /// `blazec probe` of the small attention shape (training) under `arm` (burn, fusion-off or a
 /// plan file), with an autotune cache shared by every probe of `dir`, run in `dir`.
-pub fn probe(
-    dir: &Path,
-    tag: &str,
-    arm: &str,
-    extra: &[&str],
-    env: &[(&str, &str)],
-) -> blaze_compiler::tune::verify::Probe {
+pub fn probe(dir: &Path, tag: &str, arm: &str, extra: &[&str], env: &[(&str, &str)]) -> blaze_compiler::verify::Probe {
     probe_in(dir, dir, tag, arm, extra, env)
 }
 
@@ -170,7 +164,7 @@ pub fn probe_in(
     arm: &str,
     extra: &[&str],
     env: &[(&str, &str)],
-) -> blaze_compiler::tune::verify::Probe {
+) -> blaze_compiler::verify::Probe {
     let out = dir.join(format!("{tag}.ron"));
     let mut args = vec!["probe"];
     args.extend(SMALL);

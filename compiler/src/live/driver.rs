@@ -4,7 +4,7 @@
 //!
 //! Phases, in order:
 //! 1. *Sizing*: Burn's plan for `settle_steps` untimed steps, then `sizing_steps` timed ones;
-//!    a visit's timed block gets enough steps to last [`crate::tune::measure::MIN_VISIT`].
+//!    a visit's timed block gets enough steps to last [`crate::measure::MIN_VISIT`].
 //! 2. *Selecting*: the race of blaze-measure/3 ([`RaceState`]) over every arm, each visit one
 //!    untimed switch step (more when the arm says so: a captured arm records there, and a
 //!    training step's recording runs real steps first, [`Driver::untimed`]) and a timed block,
@@ -18,7 +18,7 @@
 //! An arm that fails on the run's own steps (a captured arm whose recording or replay fails) is
 //! withdrawn ([`Driver::withdraw`]): it leaves every later race, the rest of its visit runs under
 //! Burn's plan untimed, and a withdrawn winner sends the run back to selection.
-use crate::tune::race::{BURN, Candidate, RaceRules, RaceState, Standing, Stop, Verdict};
+use crate::race::{BURN, Candidate, RaceRules, RaceState, Standing, Stop, Verdict};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -284,7 +284,7 @@ impl Driver {
         let mut timed = times[settle..].to_vec();
         timed.sort_by(f64::total_cmp);
         let step_ms = timed[timed.len() / 2];
-        self.steps_per_visit = crate::tune::measure::steps_per_visit(step_ms);
+        self.steps_per_visit = crate::measure::steps_per_visit(step_ms);
         self.log(now, What::Sized { step_ms, steps_per_visit: self.steps_per_visit });
         Phase::Racing(self.selection_race(now))
     }

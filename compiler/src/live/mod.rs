@@ -33,7 +33,7 @@ pub mod report;
 use crate::candidate::Candidate;
 use crate::confirm::{confirm, install};
 use crate::tracer::{TraceOptions, trace};
-use crate::tune::verify::{VerifyOutcome, verify};
+use crate::verify::{VerifyOutcome, verify};
 use blaze_ir::plan::Regime;
 use blaze_runtime::{Model, ModelFactory, StepOutput};
 use driver::{Arms, Clock, Driver, Schedule};
@@ -215,7 +215,7 @@ impl Running {
         if let Some(out) = self.captured.owed() {
             return out;
         }
-        let arm = self.driver.installed().unwrap_or(crate::tune::race::BURN);
+        let arm = self.driver.installed().unwrap_or(crate::race::BURN);
         match self.captured.step(arm, model) {
             captured::Stepped::Eager => model.step(false),
             captured::Stepped::Ran { out, untimed } => {

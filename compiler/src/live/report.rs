@@ -2,8 +2,8 @@
 //! (selection window, slower arms during it, checks, break-even). Written as RON by
 //! `blazec live -o`, printed as a table at the end of the run.
 use super::driver::{Driver, Event, Schedule, What};
+use crate::measure::PROTOCOL;
 use crate::stats::Summary;
-use crate::tune::measure::PROTOCOL;
 use blaze_ir::plan::{DeviceInfo, VerifyOutcome};
 use blaze_runtime::Description;
 use serde::{Deserialize, Serialize};

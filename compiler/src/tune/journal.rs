@@ -100,8 +100,8 @@ impl Model for BeatingModel {
     fn describe(&self) -> Description {
         self.0.describe()
     }
-    fn step(&mut self, capture: bool) -> StepOutput {
-        let out = self.0.step(capture);
+    fn step(&mut self, read_logits: bool) -> StepOutput {
+        let out = self.0.step(read_logits);
         beat();
         out
     }

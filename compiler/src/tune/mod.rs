@@ -3,26 +3,23 @@
 //! and the reference of every paired comparison; a plan is kept only if the race shows it
 //! faster with confidence by the minimum effect and it verifies.
 pub mod journal;
-pub mod measure;
 pub mod processes;
-pub mod race;
 pub mod report;
 pub mod supervise;
 pub mod table;
-pub mod verify;
 
 use crate::candidate::Candidate;
 use crate::confirm::{confirm, executed_partitions};
+use crate::measure::{self, VisitShape};
+use crate::race::{Race, RaceRules, Standing, Verdict};
 use crate::space::{Enumeration, request};
 use crate::stats::Summary;
 use crate::tracer::{TraceOptions, trace};
+use crate::verify::{self, VerifyOutcome};
 use blaze_ir::plan::{DeviceInfo, Measurements, PlanStore, Regime, Settings};
 use blaze_runtime::{Model, ModelFactory};
-use measure::VisitShape;
-use race::{Race, RaceRules, Standing, Verdict};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
-use verify::VerifyOutcome;
 
 #[derive(Clone, Debug)]
 pub struct TuneOptions {
@@ -680,8 +677,8 @@ fn greedy_candidates(
 
 #[cfg(test)]
 mod tests {
-    use super::race::{Race, RaceRules, Standing, Stop, Verdict};
     use super::{Summary, Timed, captured_line, standings_line};
+    use crate::race::{Race, RaceRules, Standing, Stop, Verdict};
 
     fn timed(id: usize, cuts: &str, standing: Option<(f64, f64, f64)>) -> Timed {
         let standing = standing.map(|(ratio, lo, hi)| Standing {

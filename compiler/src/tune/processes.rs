@@ -18,7 +18,7 @@
 //! same seed, so its losses must equal the reference's: an arm whose losses differ is not kept.
 //!
 //! Nothing here touches a device: the servers do, in their processes.
-use super::race::{BURN, Candidate, Race, RaceRules, Standing, Verdict, Visitor, race};
+use crate::race::{BURN, Candidate, Race, RaceRules, Standing, Verdict, Visitor, race};
 use blaze_runtime::settings::MAX_TASKS_ENV;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -238,7 +238,7 @@ pub fn race_across_processes(
     }
     let start_s = start.elapsed().as_secs_f64();
     let step_ms = out[0].ready_step_ms;
-    let steps_per_visit = super::measure::steps_per_visit(step_ms);
+    let steps_per_visit = crate::measure::steps_per_visit(step_ms);
     let candidates: Vec<Candidate> = out
         .iter()
         .filter(|a| a.id != BURN && servers.contains_key(&a.id))
@@ -295,7 +295,7 @@ fn failed(plan: &ProcessPlan, arms: Vec<ProcessArm>, why: String, start: Instant
 
 /// Same steps from the same seed: the same losses, by verification's own rule and tolerance.
 fn losses_match(reference: &[f32], losses: &[f32]) -> bool {
-    use super::verify::{REL_TOL, max_rel_diff};
+    use crate::verify::{REL_TOL, max_rel_diff};
     reference.len() == losses.len()
         && losses.iter().all(|x| x.is_finite())
         && max_rel_diff(reference, losses) <= REL_TOL
@@ -403,7 +403,7 @@ mod tests {
             looks_done: vec![20],
             rounds: vec![],
             standings,
-            stop: super::super::race::Stop::AllDecided,
+            stop: crate::race::Stop::AllDecided,
             seconds: 1.0,
         }
     }

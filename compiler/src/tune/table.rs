@@ -3,12 +3,10 @@
 //! settings-only candidate and the best candidate with cuts, each as its paired ratio to Burn's
 //! plan with the race's interval, then what was kept, why the race stopped, the cold cost and
 //! window, and break-even. Reads every protocol's files; cells a file has no data for say so.
-use super::{
-    Timed, TuneResult,
-    race::{BURN, log_ratios_against},
-    verify::VerifyOutcome,
-};
+use super::{Timed, TuneResult};
+use crate::race::{BURN, log_ratios_against};
 use crate::stats::{median, median_interval};
+use crate::verify::VerifyOutcome;
 use std::path::Path;
 
 /// What a candidate changes, from its label (`c3: b5 b7`, `c12: blocks=2`, `c16: fusion-off`).

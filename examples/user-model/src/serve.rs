@@ -89,20 +89,16 @@ fn run(model: &mut dyn Model, steps: usize, boundary: bool) -> String {
 /// otherwise. The learning rate decays every step; replays take it from the device.
 fn fine_tune(blaze: &blaze_runtime::BundleHandle, calls: usize) {
     use burn::optim::GradientsParams;
-    use burn::tensor::{Int, Tensor};
     let device = blaze_burn::default_device();
     let autodiff = device.clone().autodiff();
     let net = crate::model::Net::seeded(&autodiff);
-    let loss_fn = burn::nn::loss::CrossEntropyLossConfig::new().init(&autodiff);
-    let step =
-        |net: crate::model::Net, adam: &mut blaze_burn::DeviceAdam, (x, y): &(Tensor<2, Int>, Tensor<1, Int>)| {
-            let logits = net.forward(x.clone());
-            let [b, s, v] = logits.dims();
-            let loss = loss_fn.forward(logits.reshape([b * s, v]), y.clone());
-            let grads = GradientsParams::from_grads(loss.backward(), &net);
-            (adam.update(net, grads), loss.inner())
-        };
-    let adam = blaze_burn::DeviceAdam::new(0.9, 0.999, 1e-5); // AdamConfig::new()
+    // The step blazec tunes (model.rs), with Adam held in place.
+    let step = |net: crate::model::Net, adam: &mut blaze_burn::DeviceAdam, batch: &crate::model::Batch| {
+        let (_, loss) = net.logits_loss(batch.clone());
+        let grads = GradientsParams::from_grads(loss.backward(), &net);
+        (adam.update(net, grads), loss.inner())
+    };
+    let adam = blaze_burn::DeviceAdam::from_config(&burn::optim::AdamConfig::new()).expect("Adam without weight decay");
     // Recorded when the bundle's entry for this step's op stream asks for it, eager otherwise.
     let mut train = blaze_burn::CapturedTraining::from_bundle(blaze, &device, net, adam, step);
     let mut losses = Vec::new();

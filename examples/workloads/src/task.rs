@@ -96,13 +96,13 @@ impl<T: Task> Model for TaskRun<T> {
         self.desc.clone()
     }
 
-    fn step(&mut self, capture: bool) -> StepOutput {
+    fn step(&mut self, read_logits: bool) -> StepOutput {
         if let Some(training) = &mut self.in_place {
             if let Err(e) = training.next_step() {
                 eprintln!("warning: blaze: step scalars not written in place: {e}");
             }
             let (out, loss) = self.in_place_step(false);
-            return trainer::read_outputs(loss, out, self.task.classes(), capture);
+            return trainer::read_outputs(loss, out, self.task.classes(), read_logits);
         }
         let net = self.net.take().expect("module present between steps");
         let (out, loss) = self.task.forward_loss(&net, &self.device);
@@ -114,7 +114,7 @@ impl<T: Task> Model for TaskRun<T> {
             Regime::Forward => net,
         };
         self.net = Some(net);
-        trainer::read_outputs(loss, out, self.task.classes(), capture)
+        trainer::read_outputs(loss, out, self.task.classes(), read_logits)
     }
 
     fn sync(&self) {

@@ -222,7 +222,7 @@ impl<M: CharLm> Model for CharLmRun<M> {
         self.desc.clone()
     }
 
-    fn step(&mut self, capture: bool) -> StepOutput {
+    fn step(&mut self, read_logits: bool) -> StepOutput {
         // An eager step computes the same whether or not a scalar went to a buffer of its own;
         // a later recording would not read it, hence the warning when one is to come.
         let scalars = self.next_step_scalars();
@@ -231,7 +231,7 @@ impl<M: CharLm> Model for CharLmRun<M> {
                 eprintln!("warning: blaze: step scalars not written in place: {e}");
             }
             let (logits, loss) = self.in_place_step(false);
-            return read_outputs(loss, logits, VOCAB, capture);
+            return read_outputs(loss, logits, VOCAB, read_logits);
         }
         let model = self.model.take().expect("model present between steps");
         let (logits, loss) = self.forward_loss(&model);
@@ -243,7 +243,7 @@ impl<M: CharLm> Model for CharLmRun<M> {
             Regime::Forward => model,
         };
         self.model = Some(model);
-        read_outputs(loss, logits, VOCAB, capture)
+        read_outputs(loss, logits, VOCAB, read_logits)
     }
 
     fn sync(&self) {

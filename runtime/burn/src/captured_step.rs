@@ -21,8 +21,9 @@ use blaze_runtime::captured::{Decision, decide};
 use blaze_runtime::numerics::{VERIFY_TOLERANCE, max_rel_diff, same_numbers};
 use burn::tensor::{Device, Tensor, kind::Basic};
 
-/// Eager calls before recording (compilation, autotune and Burn's fusion exploration).
-pub const WARM_CALLS: usize = 3;
+/// Eager calls before recording (compilation, autotune and Burn's fusion exploration): the
+/// harness's number of warm-up steps, one rule for every captured step.
+pub const WARM_CALLS: usize = blaze_runtime::captured::WARM_STEPS;
 /// Replays checked against an eager run of the step on the same inputs before replays are
 /// trusted alone.
 pub const CHECKED_REPLAYS: usize = 3;

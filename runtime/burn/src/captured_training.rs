@@ -4,7 +4,7 @@
 //! one warning; the caller always gets the step's outputs and a model trained as Burn trains it.
 //!
 //! ```ignore
-//! let adam = blaze_burn::DeviceAdam::new(0.9, 0.999, 1e-5);             // AdamConfig::new()'s Adam
+//! let adam = blaze_burn::DeviceAdam::from_config(&AdamConfig::new())?;  // Burn's Adam, held in place
 //! let step = |net: Net, adam: &mut DeviceAdam, (x, y): &(Tensor<2, Int>, Tensor<1, Int>)| {
 //!     let loss = net.loss(x.clone(), y.clone());                       // on autodiff tensors
 //!     let grads = GradientsParams::from_grads(loss.backward(), &net);

@@ -22,7 +22,7 @@
 //! Nothing here changes Burn's own execution: a model uses it only when it is captured.
 use crate::capture::{StableInput, write_or_adopt};
 use burn::module::{Module, ModuleMapper, Param, ParamId};
-use burn::optim::GradientsParams;
+use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::{Device, Tensor, TensorData};
 use std::any::Any;
 use std::collections::HashMap;
@@ -88,6 +88,29 @@ impl DeviceAdam {
             write_back: !crate::capture::skip_write_back(),
             in_place: true,
         }
+    }
+
+    /// Burn's `AdamConfig` as a `DeviceAdam`: the same betas and epsilon
+    /// (`DeviceAdam::from_config(&AdamConfig::new())` is `AdamConfig::new().init()`'s Adam).
+    /// `Err` naming the setting for what `DeviceAdam` does not compute: weight decay, AMSGrad
+    /// and gradient clipping (a step with them is not recordable; run it with Burn's optimizer).
+    pub fn from_config(config: &AdamConfig) -> Result<Self, String> {
+        let (fields, text) = adam_fields(config)?;
+        let unsupported: Vec<&str> = [
+            (fields.weight_decay.is_some(), "weight decay"),
+            (fields.amsgrad, "AMSGrad"),
+            (fields.grad_clipping.is_some(), "gradient clipping"),
+        ]
+        .into_iter()
+        .filter_map(|(set, name)| set.then_some(name))
+        .collect();
+        if !unsupported.is_empty() {
+            return Err(format!(
+                "DeviceAdam does not compute Adam's {} (AdamConfig {text}); train with Burn's optimizer",
+                unsupported.join(", ")
+            ));
+        }
+        Ok(Self::new(fields.beta_1, fields.beta_2, fields.epsilon))
     }
 
     /// Whether the next updates write parameters and moments back into their buffers (on, the
@@ -195,6 +218,25 @@ impl DeviceAdam {
     }
 }
 
+/// `AdamConfig`'s fields, which Burn keeps private, read through its serde form (a `Config`
+/// serialises every field).
+#[derive(serde::Deserialize)]
+struct AdamFields {
+    beta_1: f32,
+    beta_2: f32,
+    epsilon: f32,
+    amsgrad: bool,
+    weight_decay: Option<serde::de::IgnoredAny>,
+    grad_clipping: Option<serde::de::IgnoredAny>,
+}
+
+/// The fields, and the config on one line (for messages).
+fn adam_fields(config: &AdamConfig) -> Result<(AdamFields, String), String> {
+    let text = ron::to_string(config).map_err(|e| format!("AdamConfig could not be read: {e}"))?;
+    let fields = ron::from_str(&text).map_err(|e| format!("AdamConfig could not be read ({text}): {e}"))?;
+    Ok((fields, text))
+}
+
 struct Mapper<'a> {
     adam: &'a mut DeviceAdam,
     grads: GradientsParams,
@@ -228,4 +270,33 @@ pub(crate) fn map_inner<const D: usize>(
         lifted = lifted.require_grad();
     }
     Param::from_mapped_value(id, lifted, mapper)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn burns_adam_config_gives_its_betas_and_epsilon() {
+        let adam = DeviceAdam::from_config(&AdamConfig::new()).unwrap();
+        assert_eq!((adam.beta_1, adam.beta_2, adam.epsilon), (0.9, 0.999, 1e-5));
+        let config = AdamConfig::new().with_beta_1(0.8).with_beta_2(0.99).with_epsilon(1e-8);
+        let adam = DeviceAdam::from_config(&config).unwrap();
+        assert_eq!((adam.beta_1, adam.beta_2, adam.epsilon), (0.8, 0.99, 1e-8));
+    }
+
+    #[test]
+    fn settings_device_adam_does_not_compute_are_refused_by_name() {
+        use burn::optim::decay::WeightDecayConfig;
+        use burn::optim::grad_clipping::GradientClippingConfig;
+        let config = AdamConfig::new()
+            .with_weight_decay(Some(WeightDecayConfig::new(1e-4)))
+            .with_grad_clipping(Some(GradientClippingConfig::Norm(1.0)));
+        let Err(err) = DeviceAdam::from_config(&config) else { panic!("weight decay and clipping refused") };
+        assert!(err.starts_with("DeviceAdam does not compute Adam's weight decay, gradient clipping"), "{err}");
+        let Err(err) = DeviceAdam::from_config(&AdamConfig::new().with_amsgrad(true)) else {
+            panic!("AMSGrad refused")
+        };
+        assert!(err.contains("AMSGrad"), "{err}");
+    }
 }

@@ -14,10 +14,12 @@
 //!
 //! What a step is: batch `n` from the batcher (a function of the step's index, so that two
 //! fresh instances see the same batches, which verification relies on), the loss closure on it,
-//! and in training the backward pass and one Adam step (`AdamConfig::new()` at the learning
-//! rate of [`Tunable::with_learning_rate`]). Eager steps run Burn's own `ModuleOptimizer`;
-//! a captured run holds Adam in place ([`crate::DeviceAdam`]) and writes each batch into the
-//! recording's input buffers ([`crate::captured_step::StepInputs`]).
+//! and in training the backward pass and one Adam step (Burn's `AdamConfig`, `AdamConfig::new()`
+//! unless [`Tunable::with_optimizer`] says otherwise, at the learning rate of
+//! [`Tunable::with_learning_rate`]). Eager steps run Burn's own optimizer (`config.init()`); a
+//! captured run holds the same Adam in place ([`crate::DeviceAdam::from_config`]; a config with
+//! settings it does not compute leaves the model eager, with the reason) and writes each batch
+//! into the recording's input buffers ([`crate::captured_step::StepInputs`]).
 use crate::captured_step::StepInputs;
 use crate::{DeviceAdam, device_info};
 use blaze_ir::plan::Regime;
@@ -40,6 +42,7 @@ pub struct Tunable<N, I, const D: usize> {
     shapes: String,
     summary: String,
     learning_rate: f64,
+    optimizer: AdamConfig,
     init: Arc<Init<N>>,
     batcher: Arc<Batcher<I>>,
     loss: Arc<Loss<N, I, D>>,
@@ -64,6 +67,7 @@ where
             name,
             shapes: String::new(),
             learning_rate: DEFAULT_LEARNING_RATE,
+            optimizer: AdamConfig::new(),
             init: Arc::new(init),
             batcher: Arc::new(batcher),
             loss: Arc::new(loss),
@@ -84,6 +88,12 @@ where
 
     pub fn with_learning_rate(mut self, learning_rate: f64) -> Self {
         self.learning_rate = learning_rate;
+        self
+    }
+
+    /// The optimizer of training steps (Burn's `AdamConfig`; default `AdamConfig::new()`).
+    pub fn with_optimizer(mut self, optimizer: AdamConfig) -> Self {
+        self.optimizer = optimizer;
         self
     }
 }
@@ -116,7 +126,8 @@ where
             desc,
             device,
             net: Some(net),
-            optim: AdamConfig::new().init(),
+            optim: self.optimizer.init(),
+            optimizer: self.optimizer.clone(),
             learning_rate: self.learning_rate,
             batcher: self.batcher.clone(),
             loss: self.loss.clone(),
@@ -134,13 +145,15 @@ struct Run<N, I, const D: usize> {
     device: Device,
     net: Option<N>,
     optim: ModuleOptimizer,
+    /// What `optim` was made from; captured training makes its `DeviceAdam` from it.
+    optimizer: AdamConfig,
     learning_rate: f64,
     batcher: Arc<Batcher<I>>,
     loss: Arc<Loss<N, I, D>>,
     step: usize,
     /// The batch in device buffers written in place (captured execution).
     inputs: Option<I>,
-    /// Captured training: `AdamConfig::new()`'s Adam with its state held in place.
+    /// Captured training: the config's Adam with its state held in place.
     adam: Option<DeviceAdam>,
     /// Whether the updates since the last look wrote everything in place.
     written: Result<(), String>,
@@ -256,7 +269,7 @@ impl<N: Module + 'static, I: StepInputs + Clone + 'static, const D: usize> Recor
     /// kernels; a recorded step writes its state back in place instead.
     fn hold_state_in_place(&mut self) -> Result<(), String> {
         if self.desc.regime == Regime::Training {
-            self.adam = Some(DeviceAdam::new(0.9, 0.999, 1e-5)); // AdamConfig::new()
+            self.adam = Some(DeviceAdam::from_config(&self.optimizer)?);
         }
         Ok(())
     }

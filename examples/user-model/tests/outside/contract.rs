@@ -127,7 +127,8 @@ fn main() {
         let grads = GradientsParams::from_grads(loss.backward(), &net);
         (adam.update(net, grads), loss.inner())
     };
-    let mut train = CapturedTraining::new(&device, start, DeviceAdam::new(0.9, 0.999, 1e-5), step);
+    let adam = DeviceAdam::from_config(&AdamConfig::new()).expect("Adam without weight decay");
+    let mut train = CapturedTraining::new(&device, start, adam, step);
     let kept: Vec<Tensor<1>> = (0..CALLS).map(|c| train.run(lr(c), batch(c, &autodiff))).collect();
     let execution = train.execution();
     let losses: Vec<f32> = kept.into_iter().flat_map(values).collect();

@@ -1,15 +1,15 @@
 //! Measure (protocol blaze-measure/3): visits of real steps on the device, raced by
-//! [`super::race`].
+//! [`crate::race`].
 //!
 //! A visit installs a candidate, runs one untimed step (the plan-store switch happens at its
 //! sync), then times a *block* of consecutive steps with the device synchronised only at the
 //! block's ends; the sample is the block's time per step. Blocks are sized from Burn's plan's
 //! step time after settling so that a visit lasts at least [`MIN_VISIT`]: a sample is then an
 //! average over several steps rather than one step with its occasional 2-3x outliers.
-use super::race::{Race, RaceRules, Visitor, race};
 use crate::candidate::Candidate;
 use crate::confirm::install;
 use crate::drive::{SETTLE, Settle, settle, timed_step};
+use crate::race::{Race, RaceRules, Visitor, race};
 use blaze_runtime::{Model, Recording, activate_burn_default};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -235,8 +235,8 @@ pub(crate) fn race_with_captured_model<'a>(
     slowdown: Option<Slowdown>,
     progress: impl FnMut(u32, usize),
 ) -> Result<(Race, VisitShape, u64), String> {
-    let racing: Vec<super::race::Candidate> =
-        candidates[1..].iter().map(|c| super::race::Candidate { id: c.id, can_win: can_win(c) }).collect();
+    let racing: Vec<crate::race::Candidate> =
+        candidates[1..].iter().map(|c| crate::race::Candidate { id: c.id, can_win: can_win(c) }).collect();
     let mut visitor = DeviceVisitor::with_captured_model(model, captured_model, candidates, slowdown);
     let result = race(&racing, &mut visitor, rules, progress);
     let (shape, steps) = (visitor.shape.clone(), visitor.steps);

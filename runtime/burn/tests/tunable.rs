@@ -1,0 +1,99 @@
+//! `Tunable`: a Burn network, its batches and its loss as a model blazec runs, on the default
+//! wgpu device (lavapipe in CI). Its eager training steps train as Burn's own optimizer made
+//! from the same `AdamConfig`; recorded and replayed by the harness (`Captured`) it trains as
+//! Burn's Adam too; an `AdamConfig` with weight decay, which `DeviceAdam` does not compute, is
+//! refused for recording by name and the model trains eagerly with Burn's numbers.
+mod common;
+use blaze_burn::{Regime, Tunable};
+use blaze_runtime::numerics::{VERIFY_TOLERANCE, max_rel_diff};
+use blaze_runtime::{Captured, Model, ModelFactory};
+use burn::optim::decay::WeightDecayConfig;
+use burn::optim::{AdamConfig, GradientsParams};
+use burn::tensor::Tensor;
+use common::*;
+
+const RUN: usize = 16;
+const LR: f64 = 1e-2;
+
+/// Seeding the device and drawing parameters is process-wide: the tests of this file take turns
+/// (interleaved, two networks built "from seed 7" get different weights).
+static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn outputs_loss(net: &Net, (x, y): (Tensor<2>, Tensor<2>)) -> (Tensor<2>, Tensor<1>) {
+    let out = net.forward(x);
+    let loss = (out.clone() - y).square().mean();
+    (out, loss)
+}
+
+fn tunable(config: AdamConfig) -> Tunable<Net, (Tensor<2>, Tensor<2>), 2> {
+    Tunable::new("two-layer", Net::new, batch, outputs_loss)
+        .with_shapes(format!("rows={ROWS}"))
+        .with_optimizer(config)
+        .with_learning_rate(LR)
+}
+
+/// Burn's optimizer from `config`, eagerly: every step's loss.
+fn burns(config: &AdamConfig) -> Vec<f32> {
+    let device = autodiff();
+    let mut net = Net::new(&device);
+    let mut optim = config.init();
+    let mut losses = Vec::new();
+    for step in 0..RUN {
+        let (x, y) = batch(step, &device);
+        let loss = net.loss(x, y);
+        losses.push(read(&loss));
+        let grads = GradientsParams::from_grads(loss.backward(), &net);
+        net = optim.step(LR, net, grads);
+    }
+    losses
+}
+
+fn losses(model: &mut dyn Model) -> Vec<f32> {
+    (0..RUN).map(|_| model.step(false).loss).collect()
+}
+
+fn assert_close(burn: &[f32], ours: &[f32]) {
+    let diff = max_rel_diff(burn, ours);
+    eprintln!("largest relative difference to Burn's optimizer: {diff:.2e}");
+    assert!(diff <= VERIFY_TOLERANCE, "{burn:?}\n{ours:?}");
+}
+
+#[test]
+fn eager_steps_train_as_burns_optimizer_from_the_same_config() {
+    let _turn = turn();
+    let config = AdamConfig::new().with_epsilon(1e-8);
+    let factory = tunable(config.clone());
+    let mut model = factory.build(Regime::Training).unwrap();
+    assert_eq!(model.describe().name, "two-layer");
+    assert_eq!(model.describe().shapes, format!("rows={ROWS}"));
+    assert_close(&burns(&config), &losses(model.as_mut()));
+    // Forward: the outputs' last dimension is what a step reports per row.
+    let mut forward = factory.build(Regime::Forward).unwrap();
+    assert_eq!(forward.step(true).logits.len(), ROWS);
+}
+
+#[test]
+fn a_recorded_training_step_trains_as_burns_adam() {
+    let _turn = turn();
+    let config = AdamConfig::new().with_epsilon(1e-8);
+    let mut model = Captured::new(tunable(config.clone()).build(Regime::Training).unwrap());
+    let ours = losses(&mut model);
+    assert!(model.execution().starts_with("captured"), "{}", model.execution());
+    assert!(model.replays() > 0, "the steps after warm-up are replays");
+    assert_close(&burns(&config), &ours);
+}
+
+#[test]
+fn weight_decay_is_refused_for_recording_by_name_and_training_stays_burns() {
+    let _turn = turn();
+    let config = AdamConfig::new().with_epsilon(1e-8).with_weight_decay(Some(WeightDecayConfig::new(1e-2)));
+    let mut model = Captured::new(tunable(config.clone()).build(Regime::Training).unwrap());
+    let ours = losses(&mut model);
+    let execution = model.execution();
+    assert!(execution.starts_with("eager: ") && execution.contains("weight decay"), "{execution}");
+    assert_close(&burns(&config), &ours);
+}
