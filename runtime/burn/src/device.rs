@@ -55,23 +55,26 @@ pub fn device_info() -> DeviceInfo {
     .clone()
 }
 
+/// The adapter wgpu picks by default: the same high-performance request CubeCL makes.
 #[cfg(not(feature = "cuda"))]
-fn wgpu_info() -> DeviceInfo {
+fn default_adapter() -> Result<burn::backend::wgpu::wgpu::AdapterInfo, String> {
     use burn::backend::wgpu::wgpu;
     let instance = wgpu::Instance::default();
     let adapter = pollster_block(instance.request_adapter(&wgpu::RequestAdapterOptions {
         power_preference: wgpu::PowerPreference::HighPerformance,
         ..Default::default()
     }));
-    match adapter {
-        Ok(a) => {
-            let info = a.get_info();
-            DeviceInfo {
-                adapter: info.name,
-                backend: format!("{:?}", info.backend).to_lowercase(),
-                compiler: COMPILER.into(),
-            }
-        }
+    adapter.map(|a| a.get_info()).map_err(|e| e.to_string())
+}
+
+#[cfg(not(feature = "cuda"))]
+fn wgpu_info() -> DeviceInfo {
+    match default_adapter() {
+        Ok(info) => DeviceInfo {
+            adapter: info.name,
+            backend: format!("{:?}", info.backend).to_lowercase(),
+            compiler: COMPILER.into(),
+        },
         Err(e) => {
             DeviceInfo { adapter: format!("unavailable: {e}"), backend: "none".into(), compiler: COMPILER.into() }
         }
@@ -150,15 +153,8 @@ fn cuda_details() -> String {
 
 #[cfg(not(feature = "cuda"))]
 fn wgpu_details() -> String {
-    use burn::backend::wgpu::wgpu;
-    let instance = wgpu::Instance::default();
-    let adapter = pollster_block(instance.request_adapter(&wgpu::RequestAdapterOptions {
-        power_preference: wgpu::PowerPreference::HighPerformance,
-        ..Default::default()
-    }));
-    match adapter {
-        Ok(a) => {
-            let i = a.get_info();
+    match default_adapter() {
+        Ok(i) => {
             format!("{} ({:?}), driver {} {}", i.name, i.backend, i.driver, i.driver_info).to_lowercase().trim().into()
         }
         Err(e) => format!("unavailable: {e}"),

@@ -7,8 +7,8 @@ mod common;
 use blaze_burn::{Regime, Tunable};
 use blaze_runtime::numerics::{VERIFY_TOLERANCE, max_rel_diff};
 use blaze_runtime::{Captured, Model, ModelFactory};
+use burn::optim::AdamConfig;
 use burn::optim::decay::WeightDecayConfig;
-use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::Tensor;
 use common::*;
 
@@ -38,18 +38,7 @@ fn tunable(config: AdamConfig) -> Tunable<Net, (Tensor<2>, Tensor<2>), 2> {
 
 /// Burn's optimizer from `config`, eagerly: every step's loss.
 fn burns(config: &AdamConfig) -> Vec<f32> {
-    let device = autodiff();
-    let mut net = Net::new(&device);
-    let mut optim = config.init();
-    let mut losses = Vec::new();
-    for step in 0..RUN {
-        let (x, y) = batch(step, &device);
-        let loss = net.loss(x, y);
-        losses.push(read(&loss));
-        let grads = GradientsParams::from_grads(loss.backward(), &net);
-        net = optim.step(LR, net, grads);
-    }
-    losses
+    burn_optimizer(config, |_| LR, RUN).0
 }
 
 fn losses(model: &mut dyn Model) -> Vec<f32> {

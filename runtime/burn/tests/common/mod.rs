@@ -67,9 +67,15 @@ pub fn autodiff() -> Device {
 
 /// Burn's Adam (epsilon 1e-8), eagerly, for `steps` steps: the losses and the parameters at the end.
 pub fn burn_adam(steps: usize) -> (Vec<f32>, Vec<f32>) {
+    burn_optimizer(&AdamConfig::new().with_epsilon(1e-8), lr, steps)
+}
+
+/// Burn's optimizer from `config` at the rates `lr` gives, eagerly, for `steps` steps: the losses
+/// and the parameters at the end.
+pub fn burn_optimizer(config: &AdamConfig, lr: impl Fn(usize) -> f64, steps: usize) -> (Vec<f32>, Vec<f32>) {
     let device = autodiff();
     let mut net = Net::new(&device);
-    let mut optim = AdamConfig::new().with_epsilon(1e-8).init();
+    let mut optim = config.init();
     let mut losses = Vec::new();
     for step in 0..steps {
         let (x, y) = batch(step, &device);
