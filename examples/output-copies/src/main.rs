@@ -102,17 +102,10 @@ fn forward(device: &Device, opts: &Options) -> Samples {
     let executions = [copies.execution(), shared.execution()];
     println!("forward: copies {}; shared {}", executions[0], executions[1]);
     assert!(copies.is_captured() && shared.is_captured(), "both arms must replay a recording: {executions:?}");
-    let mut samples: Samples = Default::default();
-    for round in 0..opts.rounds {
-        for arm in order(round) {
-            let s = match arm {
-                0 => time(device, opts.calls, || drop(copies.run(batch()))),
-                _ => time(device, opts.calls, || drop(shared.run(batch()))),
-            };
-            samples[arm].push(s);
-        }
-    }
-    samples
+    rounds(device, opts, |arm| match arm {
+        0 => drop(copies.run(batch())),
+        _ => drop(shared.run(batch())),
+    })
 }
 
 type Batch = (Tensor<2>, Tensor<2>);
@@ -140,14 +133,19 @@ fn training(device: &Device, opts: &Options) -> Samples {
     let executions = [copies.execution(), shared.execution()];
     println!("training: copies {}; shared {}", executions[0], executions[1]);
     assert!(copies.is_captured() && shared.is_captured(), "both arms must replay a recording: {executions:?}");
+    rounds(device, opts, |arm| match arm {
+        0 => drop(copies.run(LR, batch())),
+        _ => drop(shared.run(LR, batch())),
+    })
+}
+
+/// Times the arms in `opts.rounds` rounds of `opts.calls` calls each; `call(arm)` runs one call
+/// of arm 0 (copies) or arm 1 (shared).
+fn rounds(device: &Device, opts: &Options, mut call: impl FnMut(usize)) -> Samples {
     let mut samples: Samples = Default::default();
     for round in 0..opts.rounds {
         for arm in order(round) {
-            let s = match arm {
-                0 => time(device, opts.calls, || drop(copies.run(LR, batch()))),
-                _ => time(device, opts.calls, || drop(shared.run(LR, batch()))),
-            };
-            samples[arm].push(s);
+            samples[arm].push(time(device, opts.calls, || call(arm)));
         }
     }
     samples
