@@ -99,8 +99,10 @@ T0=$(date +%s); REPO=$(pwd)
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp
 export __GL_SHADER_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1 __GL_SHADER_DISK_CACHE_SIZE=4000000000
-# tools/campaign/outside-cuda-build.sh packs the CUDA binaries together (bins.tar.xz).
-[ -f $BIN_DIR/bins.tar.xz ] && xz -dc $BIN_DIR/bins.tar.xz | tar xf - -C /tmp
+# The CUDA binaries travel packed together (bins.tar.xz): blazec and blaze-output-copies in
+# .gpu-cuda (gpu-build.sh), the outside crate's my-model and contract in .gpu-cuda-outside
+# (outside-cuda-build.sh; a call of its own: both folders with the checkout outgrow 64 MiB).
+for d in $BIN_DIR .gpu-cuda-outside; do [ -f $d/bins.tar.xz ] && xz -dc $d/bins.tar.xz | tar xf - -C /tmp; done
 for b in blazec blaze-output-copies my-model contract blaze-overhead-patched blaze-overhead-stock; do
   for dir in $BIN_DIR .gpu-overhead; do
     [ -f $dir/$b.xz ] && xz -dc $dir/$b.xz > /tmp/$b && chmod +x /tmp/$b

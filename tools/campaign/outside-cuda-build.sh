@@ -4,8 +4,8 @@
 # README's contract program (as examples/user-model/tests/outside_crate.rs writes them for the
 # wgpu build in CI), blaze-burn's `cuda` feature, Burn's `cuda` feature, the cubecl-llvm stand-in
 # in the patch table. Run after `GPU_BACKEND=cuda tools/campaign/gpu-build.sh` (same target
-# directory): packs its two programs with that build's blazec and blaze-output-copies as
-# .gpu-cuda/bins.tar.xz; the `outside` stage of gpu-campaign.sh runs them on the GPU.
+# directory, so Burn is reused): packs its two programs as .gpu-cuda-outside/bins.tar.xz; the
+# `outside` stage of gpu-campaign.sh runs them on the GPU.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 repo=$(pwd)
@@ -47,10 +47,12 @@ ln -s "$repo/patches" "$dir/patches"
 cp examples/user-model/src/{main,model,serve}.rs "$dir/src/"
 cp examples/user-model/tests/outside/contract.rs "$dir/src/bin/contract.rs"
 (cd "$dir" && cargo build --release --offline)
-# Four binaries packed one by one (about 16 MiB each) outgrow the device tool's 64 MiB: packed
-# together with one large dictionary they share Burn and CubeCL's code (about 34 MiB, 4 minutes).
-for b in blazec blaze-output-copies my-model contract; do strip -o "/tmp/$b" "$CARGO_TARGET_DIR/release/$b"; done
-mkdir -p .gpu-cuda
-tar cf - -C /tmp blazec blaze-output-copies my-model contract | xz -T1 --lzma2=preset=6,dict=384MiB > .gpu-cuda/.bins.tar.xz.part
-rm -f .gpu-cuda/*.xz; mv .gpu-cuda/.bins.tar.xz.part .gpu-cuda/bins.tar.xz
-ls -la .gpu-cuda
+# Its two programs together (one xz dictionary for the code they share: about 21 MiB), in a
+# folder of their own: with the campaign's .gpu-cuda (23 MiB) and the checkout they would outgrow
+# the device tool's 64 MiB, so the `outside` stage runs in a call that carries this folder alone
+# (my-model has blazec's commands itself).
+for b in my-model contract; do strip -o "/tmp/$b" "$CARGO_TARGET_DIR/release/$b"; done
+mkdir -p .gpu-cuda-outside
+tar cf - -C /tmp my-model contract | xz -T1 --lzma2=preset=6,dict=256MiB > .gpu-cuda-outside/.bins.tar.xz.part
+mv .gpu-cuda-outside/.bins.tar.xz.part .gpu-cuda-outside/bins.tar.xz
+ls -la .gpu-cuda-outside

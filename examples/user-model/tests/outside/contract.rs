@@ -8,7 +8,7 @@ use blaze_burn::{CapturedForward, CapturedTraining, DeviceAdam};
 use blaze_runtime::numerics::{VERIFY_TOLERANCE, max_rel_diff};
 use burn::module::Module;
 use burn::nn::{Linear, LinearConfig};
-use burn::optim::{AdamConfig, GradientsParams, Optimizer};
+use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::{Device, Tensor, TensorData};
 use std::cell::RefCell;
 
