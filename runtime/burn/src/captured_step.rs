@@ -190,8 +190,8 @@ impl<I: StepInputs, O: StepOutputs, F: Fn(&I) -> O> CapturedForward<I, O, F> {
         }
     }
 
-    /// Measuring only (the `measure` feature, never a user's build): steady replays hand out
-    /// the recording's own output buffers, which the next call overwrites, so the cost of the
+    /// Measuring only (the `measure` feature, never a user's build): replays hand out the
+    /// recording's own output buffers, which the next call overwrites, so the cost of the
     /// copies [`CapturedForward::run`] makes can be timed against this.
     #[cfg(feature = "measure")]
     pub fn without_output_copies(mut self) -> Self {
