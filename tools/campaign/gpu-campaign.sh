@@ -103,7 +103,7 @@ export __GL_SHADER_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1 __GL_SHADE
 # .gpu-cuda (gpu-build.sh), the outside crate's my-model and contract in .gpu-cuda-outside
 # (outside-cuda-build.sh; a call of its own: both folders with the checkout outgrow 64 MiB).
 for d in $BIN_DIR .gpu-cuda-outside; do [ -f $d/bins.tar.xz ] && xz -dc $d/bins.tar.xz | tar xf - -C /tmp; done
-for b in blazec blaze-output-copies my-model contract blaze-overhead-patched blaze-overhead-stock; do
+for b in blazec blaze-overhead-patched blaze-overhead-stock; do
   for dir in $BIN_DIR .gpu-overhead; do
     [ -f $dir/$b.xz ] && xz -dc $dir/$b.xz > /tmp/$b && chmod +x /tmp/$b
   done

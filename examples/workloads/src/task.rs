@@ -102,7 +102,7 @@ impl<T: Task> Model for TaskRun<T> {
                 eprintln!("warning: blaze: step scalars not written in place: {e}");
             }
             let (out, loss) = self.in_place_step(false);
-            return trainer::read_outputs(loss, out, self.task.classes(), read_logits);
+            return blaze_burn::step_output(loss, &out, self.task.classes(), read_logits);
         }
         let net = self.net.take().expect("module present between steps");
         let (out, loss) = self.task.forward_loss(&net, &self.device);
@@ -114,7 +114,7 @@ impl<T: Task> Model for TaskRun<T> {
             Regime::Forward => net,
         };
         self.net = Some(net);
-        trainer::read_outputs(loss, out, self.task.classes(), read_logits)
+        blaze_burn::step_output(loss, &out, self.task.classes(), read_logits)
     }
 
     fn sync(&self) {
@@ -166,7 +166,7 @@ impl<T: Task> RecordableStep for TaskRun<T> {
                 &plain,
                 |run| run.in_place_step(true),
                 |run| run.refresh_inputs(),
-                move |(out, loss), capture| trainer::read_outputs(loss.clone(), out.clone(), classes, capture),
+                move |(out, loss), capture| blaze_burn::step_output(loss.clone(), out, classes, capture),
                 |run| run.in_place.as_mut().and_then(|t| t.take_failure()),
             );
         }
@@ -182,7 +182,7 @@ impl<T: Task> RecordableStep for TaskRun<T> {
         blaze_burn::record(
             device,
             || task.stable_forward_loss(net, device),
-            move |(out, loss), capture| trainer::read_outputs(loss.clone(), out.clone(), classes, capture),
+            move |(out, loss), capture| blaze_burn::step_output(loss.clone(), out, classes, capture),
         )
     }
 }

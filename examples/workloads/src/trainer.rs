@@ -231,7 +231,7 @@ impl<M: CharLm> Model for CharLmRun<M> {
                 eprintln!("warning: blaze: step scalars not written in place: {e}");
             }
             let (logits, loss) = self.in_place_step(false);
-            return read_outputs(loss, logits, VOCAB, read_logits);
+            return blaze_burn::step_output(loss, &logits, VOCAB, read_logits);
         }
         let model = self.model.take().expect("model present between steps");
         let (logits, loss) = self.forward_loss(&model);
@@ -243,7 +243,7 @@ impl<M: CharLm> Model for CharLmRun<M> {
             Regime::Forward => model,
         };
         self.model = Some(model);
-        read_outputs(loss, logits, VOCAB, read_logits)
+        blaze_burn::step_output(loss, &logits, VOCAB, read_logits)
     }
 
     fn sync(&self) {
@@ -299,7 +299,7 @@ impl<M: CharLm> RecordableStep for CharLmRun<M> {
                 &plain,
                 |run| run.in_place_step(true),
                 |run| run.refresh_inputs(),
-                |(logits, loss), capture| read_outputs(loss.clone(), logits.clone(), VOCAB, capture),
+                |(logits, loss), capture| blaze_burn::step_output(loss.clone(), logits, VOCAB, capture),
                 |run| run.in_place.as_mut().and_then(|t| t.take_failure()),
             );
         }
@@ -314,20 +314,7 @@ impl<M: CharLm> RecordableStep for CharLmRun<M> {
         blaze_burn::record(
             device,
             || logits_loss(model, loss, tokens.get(), targets.get(), dropout.as_ref()),
-            |(logits, loss), capture| read_outputs(loss.clone(), logits.clone(), VOCAB, capture),
+            |(logits, loss), capture| blaze_burn::step_output(loss.clone(), logits, VOCAB, capture),
         )
     }
-}
-
-/// Reads the loss (a sync), then the logits if asked. `logits` is alive until here in both
-/// cases and is read by reference, so capturing registers no operation a plain step does not.
-/// `classes` is the logits' last dimension (128 for the character models).
-pub fn read_outputs<const D: usize>(loss: Tensor<1>, logits: Tensor<D>, classes: usize, capture: bool) -> StepOutput {
-    let loss = loss.into_data().try_to_vec::<f32>().ok().and_then(|v| v.first().copied()).unwrap_or(f32::NAN);
-    let captured = match capture {
-        true => logits.to_data().try_to_vec::<f32>().unwrap_or_default(),
-        false => Vec::new(),
-    };
-    drop(logits);
-    StepOutput { loss, logits: captured, classes }
 }

@@ -55,16 +55,22 @@ pub fn device_info() -> DeviceInfo {
     .clone()
 }
 
-/// The adapter wgpu picks by default: the same high-performance request CubeCL makes.
+/// The adapter wgpu picks by default: the same high-performance request CubeCL makes, asked
+/// once per process ([`device_info`] and [`device_details`] both describe it).
 #[cfg(not(feature = "cuda"))]
 fn default_adapter() -> Result<burn::backend::wgpu::wgpu::AdapterInfo, String> {
     use burn::backend::wgpu::wgpu;
-    let instance = wgpu::Instance::default();
-    let adapter = pollster_block(instance.request_adapter(&wgpu::RequestAdapterOptions {
-        power_preference: wgpu::PowerPreference::HighPerformance,
-        ..Default::default()
-    }));
-    adapter.map(|a| a.get_info()).map_err(|e| e.to_string())
+    static ADAPTER: OnceLock<Result<wgpu::AdapterInfo, String>> = OnceLock::new();
+    ADAPTER
+        .get_or_init(|| {
+            let instance = wgpu::Instance::default();
+            let adapter = pollster_block(instance.request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference: wgpu::PowerPreference::HighPerformance,
+                ..Default::default()
+            }));
+            adapter.map(|a| a.get_info()).map_err(|e| e.to_string())
+        })
+        .clone()
 }
 
 #[cfg(not(feature = "cuda"))]

@@ -57,6 +57,24 @@ pub use device_timer::{DeviceBlockTimer, DeviceSpans};
 pub use params::{init_params, parameter_values};
 pub use tunable::Tunable;
 
+/// What a `Model` step reports: the loss read back (a sync), then the logits when asked
+/// (`read_logits`). The logits are read by reference from a tensor the step keeps alive either
+/// way, so a step that reads them registers no operation a plain step does not; `classes` is
+/// their values per row.
+pub fn step_output<const D: usize>(
+    loss: burn::tensor::Tensor<1>,
+    logits: &burn::tensor::Tensor<D>,
+    classes: usize,
+    read_logits: bool,
+) -> StepOutput {
+    let loss = loss.into_data().try_to_vec::<f32>().ok().and_then(|v| v.first().copied()).unwrap_or(f32::NAN);
+    let logits = match read_logits {
+        true => logits.to_data().try_to_vec::<f32>().unwrap_or_default(),
+        false => Vec::new(),
+    };
+    StepOutput { loss, logits, classes }
+}
+
 /// Marks the start of a step: syncs `device`, so the step's operations are indexed from here
 /// (see the crate docs). After a step that read its loss back the device is idle anyway; the
 /// cost is one empty drain.

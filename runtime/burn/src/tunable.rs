@@ -202,13 +202,9 @@ impl<N: Module + 'static, I: StepInputs + Clone + 'static, const D: usize> Run<N
     }
 }
 
-/// Loss first (a sync), then the logits by reference when asked, so reading them adds no
-/// operation to the step.
-fn read<const D: usize>(loss: &Tensor<1>, logits: &Tensor<D>, read_logits: bool) -> StepOutput {
-    let loss_value = loss.to_data().try_to_vec::<f32>().map_or(f32::NAN, |v| v[0]);
-    let classes = logits.dims()[D - 1];
-    let logits = if read_logits { logits.to_data().try_to_vec::<f32>().unwrap_or_default() } else { Vec::new() };
-    StepOutput { loss: loss_value, logits, classes }
+/// The step's report ([`crate::step_output`]); the logits' last dimension is their classes.
+fn read<const D: usize>(loss: Tensor<1>, logits: &Tensor<D>, read_logits: bool) -> StepOutput {
+    crate::step_output(loss, logits, logits.dims()[D - 1], read_logits)
 }
 
 impl<N: Module + 'static, I: StepInputs + Clone + 'static, const D: usize> Model for Run<N, I, D> {
@@ -220,7 +216,7 @@ impl<N: Module + 'static, I: StepInputs + Clone + 'static, const D: usize> Model
         let _ = self.next_adam_step();
         let inputs = self.next_batch();
         let (logits, loss) = self.step_on(inputs, false);
-        read(&loss, &logits, read_logits)
+        read(loss, &logits, read_logits)
     }
 
     fn sync(&self) {
@@ -288,13 +284,17 @@ impl<N: Module + 'static, I: StepInputs + Clone + 'static, const D: usize> Recor
                     run.step_on(inputs, true)
                 },
                 |run| run.refresh_inputs(),
-                |(logits, loss), read_logits| read(loss, logits, read_logits),
+                |(logits, loss), read_logits| read(loss.clone(), logits, read_logits),
                 |run| std::mem::replace(&mut run.written, Ok(())).err(),
             );
         }
         let Self { device, net, loss, inputs, .. } = self;
         let net = net.as_ref().expect("the network is held between steps");
         let held = inputs.as_ref().expect("checked above");
-        crate::record(device, || loss(net, held.clone()), |(logits, loss), read_logits| read(loss, logits, read_logits))
+        crate::record(
+            device,
+            || loss(net, held.clone()),
+            |(logits, loss), read_logits| read(loss.clone(), logits, read_logits),
+        )
     }
 }
