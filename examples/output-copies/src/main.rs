@@ -121,7 +121,7 @@ fn training(device: &Device, opts: &Options) -> Samples {
         let grads = GradientsParams::from_grads(loss.backward(), &net);
         (adam.update(net, grads), loss.inner())
     };
-    let adam = || DeviceAdam::from_config(&burn::optim::AdamConfig::new()).expect("Adam without weight decay");
+    let adam = || DeviceAdam::from_config(&burn::optim::AdamConfig::new());
     let mut copies = CapturedTraining::new(device, Mlp::init(WIDTH, &autodiff), adam(), step);
     let mut shared = CapturedTraining::new(device, Mlp::init(WIDTH, &autodiff), adam(), step).without_output_copies();
     const LR: f64 = 1e-4;

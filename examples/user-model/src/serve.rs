@@ -98,7 +98,7 @@ fn fine_tune(blaze: &blaze_runtime::BundleHandle, calls: usize) {
         let grads = GradientsParams::from_grads(loss.backward(), &net);
         (adam.update(net, grads), loss.inner())
     };
-    let adam = blaze_burn::DeviceAdam::from_config(&burn::optim::AdamConfig::new()).expect("Adam without weight decay");
+    let adam = blaze_burn::DeviceAdam::from_config(&burn::optim::AdamConfig::new());
     // Recorded when the bundle's entry for this step's op stream asks for it, eager otherwise.
     let mut train = blaze_burn::CapturedTraining::from_bundle(blaze, &device, net, adam, step);
     let mut losses = Vec::new();

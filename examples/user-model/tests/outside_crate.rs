@@ -65,6 +65,8 @@ fn write_crate(dir: &Path) {
     // A second program of the user's: the captured-step contract, checked call by call.
     std::fs::create_dir_all(dir.join("src/bin")).unwrap();
     std::fs::copy(repo.join("examples/user-model/tests/outside/contract.rs"), dir.join("src/bin/contract.rs")).unwrap();
+    // A third: Burn's AdamWConfig and a scheduler through DeviceAdam, against Burn's AdamW.
+    std::fs::copy(repo.join("examples/user-model/tests/outside/optimizer.rs"), dir.join("src/bin/optimizer.rs")).unwrap();
 }
 
 fn run(bin: &Path, args: &[&str]) -> String {
@@ -151,5 +153,21 @@ fn a_crate_outside_the_workspace_builds_against_blaze_and_trains_with_its_bundle
         .filter(|l| l.contains("the bundle handle was dropped before the program's first operation"))
         .count();
     assert_eq!(dropped, 1, "one warning for the dropped handle: {stderr}");
+
+    // Burn's AdamWConfig (weight decay, gradient clipping) and cosine annealing through
+    // DeviceAdam: eager through Burn's ModuleOptimizer, captured, and captured resumed from Burn's
+    // own checkpoint, each loss against Burn's AdamW's, 200 steps.
+    let out = Command::new(target.join("release/optimizer")).env("XDG_RUNTIME_DIR", "/tmp").output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "the optimizer program runs to its end:\n{stdout}\n{stderr}");
+    for check in ["adamw eager", "adamw captured", "adamw resumed from Burn's checkpoint"] {
+        let line = stdout.lines().find(|l| l.starts_with(&format!("{check}: "))).unwrap_or_default();
+        assert!(line.starts_with(&format!("{check}: ok ")), "{check}: {line}\n{stdout}\n{stderr}");
+        assert!(line.contains(" over 200 steps "), "{line}");
+    }
+    let captured = stdout.lines().find(|l| l.starts_with("adamw captured: ")).unwrap_or_default();
+    assert!(captured.contains("; captured ("), "the captured run replayed: {captured}");
+    let resumed = stdout.lines().find(|l| l.starts_with("adamw resumed from Burn's checkpoint: ")).unwrap_or_default();
+    assert!(resumed.contains("; captured ("), "the resumed run replayed: {resumed}");
     let _ = std::fs::remove_dir_all(&root);
 }

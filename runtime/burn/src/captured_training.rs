@@ -4,7 +4,7 @@
 //! one warning; the caller always gets the step's outputs and a model trained as Burn trains it.
 //!
 //! ```ignore
-//! let adam = blaze_burn::DeviceAdam::from_config(&AdamConfig::new())?;  // Burn's Adam, held in place
+//! let adam = blaze_burn::DeviceAdam::from_config(&AdamConfig::new());  // Burn's Adam, held in place
 //! let step = |net: Net, adam: &mut DeviceAdam, (x, y): &(Tensor<2, Int>, Tensor<1, Int>)| {
 //!     let loss = net.loss(x.clone(), y.clone());                       // on autodiff tensors
 //!     let grads = GradientsParams::from_grads(loss.backward(), &net);
@@ -298,6 +298,7 @@ impl<M: Module, I: StepInputs, O: StepOutputs, F: Fn(M, &mut DeviceAdam, &I) -> 
         held.write(fresh).map_err(|e| (format!("input refresh: {e}"), None))?;
         scalars.map_err(|e| (e, None))?;
         graph.replay().map_err(|e| (format!("replay: {e}"), None))?;
+        self.trainee.adam.mark_applied();
         self.replays += 1;
         Ok(())
     }

@@ -12,8 +12,11 @@
 //! * [`capture`]: recording a step with CubeCL's graph capture through the calls that return
 //!   the real error ([`record`]), and [`StableInput`], a step input refreshed in place, for a
 //!   model's `blaze_runtime::RecordableStep` (captured execution, plan version 4).
-//! * [`DeviceAdam`]: Adam whose parameters, moments and step scalars stay in their device
-//!   buffers, so a recorded training step replays correctly.
+//! * [`DeviceAdam`]: Burn's Adam or AdamW (from `AdamConfig`/`AdamWConfig`: weight decay,
+//!   AMSGrad, gradient clipping) whose parameters, moments and step scalars stay in their device
+//!   buffers, so a recorded training step replays correctly; Burn's records, and, converted into
+//!   Burn's `ModuleOptimizer`, usable wherever Burn's optimizers are ([`HeldAdam`] is its
+//!   `burn::optim::Optimizer`).
 //! * [`DeviceDropout`]: dropout whose masks are drawn on the device from a seed written before
 //!   each step, so a recorded training step drops other units on every replay (Burn's
 //!   dropout draws from a host seed, which a recording keeps).
@@ -51,7 +54,7 @@ pub use capture::{StableInput, record};
 pub use captured_step::CapturedForward;
 pub use captured_training::CapturedTraining;
 pub use device::{COMPILER, default_device, device_details, device_info};
-pub use device_adam::DeviceAdam;
+pub use device_adam::{DeviceAdam, HeldAdam};
 pub use device_dropout::DeviceDropout;
 pub use device_timer::{DeviceBlockTimer, DeviceSpans};
 pub use params::{init_params, parameter_values};

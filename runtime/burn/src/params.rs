@@ -43,8 +43,28 @@ pub(crate) fn copy_parameters<M: Module>(model: &M) -> M {
     struct Copy;
     impl ModuleMapper for Copy {
         fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
-            crate::device_adam::map_inner(param, |value| *value = copy_tensor(value))
+            map_inner(param, |value| *value = copy_tensor(value))
         }
     }
     model.clone().map(&mut Copy)
+}
+
+/// Changes a parameter's inner (non-autodiff) value in place with `change`, as Burn's optimizer
+/// updates it, then lifts it back with the parameter's autodiff settings.
+pub(crate) fn map_inner<const D: usize>(
+    param: Param<Tensor<D>>,
+    change: impl FnOnce(&mut Tensor<D>),
+) -> Param<Tensor<D>> {
+    let (id, tensor, mapper) = param.consume();
+    let (require_grad, checkpointing) = (tensor.is_require_grad(), tensor.gradient_checkpointing_strategy());
+    let mut value = tensor.inner();
+    change(&mut value);
+    let mut lifted = Tensor::from_inner(value);
+    if let Some(strategy) = checkpointing {
+        lifted = lifted.with_gradient_checkpointing_strategy(strategy);
+    }
+    if require_grad {
+        lifted = lifted.require_grad();
+    }
+    Param::from_mapped_value(id, lifted, mapper)
 }

@@ -17,8 +17,8 @@
 //! and in training the backward pass and one Adam step (Burn's `AdamConfig`, `AdamConfig::new()`
 //! unless [`Tunable::with_optimizer`] says otherwise, at the learning rate of
 //! [`Tunable::with_learning_rate`]). Eager steps run Burn's own optimizer (`config.init()`); a
-//! captured run holds the same Adam in place ([`crate::DeviceAdam::from_config`]; a config with
-//! settings it does not compute leaves the model eager, with the reason) and writes each batch
+//! captured run holds the same Adam in place ([`crate::DeviceAdam::from_config`], continuing
+//! the moments of Burn's from its record) and writes each batch
 //! into the recording's input buffers ([`crate::captured_step::StepInputs`]).
 use crate::captured_step::StepInputs;
 use crate::{DeviceAdam, device_info};
@@ -265,7 +265,8 @@ impl<N: Module + 'static, I: StepInputs + Clone + 'static, const D: usize> Recor
     /// kernels; a recorded step writes its state back in place instead.
     fn hold_state_in_place(&mut self) -> Result<(), String> {
         if self.desc.regime == Regime::Training {
-            self.adam = Some(DeviceAdam::from_config(&self.optimizer)?);
+            // Burn's moments so far carry over: the two optimizers' records are the same.
+            self.adam = Some(DeviceAdam::from_config(&self.optimizer).load_record(self.optim.to_record()));
         }
         Ok(())
     }
