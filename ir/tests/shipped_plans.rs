@@ -79,8 +79,14 @@ fn every_shipped_autotune_bundle_reads_and_has_its_decisions() {
         assert!(bundle.entries.is_empty(), "{name}: holds plans");
         assert!(!bundle.autotune.is_empty(), "{name}: holds no decisions");
         for file in &bundle.autotune {
-            let (suffix, adapter) = DEVICES.iter().find(|(_, a)| *a == file.device.adapter).expect("a known device");
-            assert!(name.ends_with(&format!(".{suffix}.blaze")), "{name}: made on {adapter}");
+            // The file name says the device, and `-cuda` when Burn's CUDA backend made them.
+            let cuda = file.device.backend == "cuda";
+            let named = DEVICES.iter().any(|(suffix, adapter)| {
+                *adapter == file.device.adapter
+                    && suffix.ends_with("-cuda") == cuda
+                    && name.ends_with(&format!(".{suffix}.blaze"))
+            });
+            assert!(named, "{name}: made on {} ({})", file.device.adapter, file.device.backend);
             let side = std::fs::metadata(dir.join(&file.file)).unwrap_or_else(|e| panic!("{}: {e}", file.file));
             assert!(side.is_file() && side.len() > 0, "{}: empty", file.file);
         }
