@@ -24,7 +24,8 @@
 //!   call, outside the recording (a schedule's rate changes are honoured);
 //! * it changes no other state (a batch norm's running statistics, a host step counter) and
 //!   draws no randomness from the host (Burn's dropout): a replay would repeat the recorded
-//!   values. Dropout can be recorded with [`crate::DeviceDropout::forward_seeded`], its seed
+//!   values. Dropout can be recorded with a [`crate::SeededDropout`] layer (or
+//!   [`crate::DeviceDropout::forward_seeded`]), its seed
 //!   one of the call's inputs ([`crate::DeviceDropout::next_seed`]), written in place as the
 //!   batch is;
 //!   The checked replays refuse what changes the numbers; state read only in evaluation is the

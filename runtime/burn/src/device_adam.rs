@@ -279,7 +279,8 @@ impl Optimizer for HeldAdam {
                 let delta = m.clone().div(scalar(1)).div(v_used.div(scalar(2)).sqrt().add_scalar(s.epsilon));
                 let decayed = match cautious {
                     true => {
-                        let differ = tensor.clone().greater_equal_scalar(0.0).not_equal(m.clone().greater_equal_scalar(0.0));
+                        let differ =
+                            tensor.clone().greater_equal_scalar(0.0).not_equal(m.clone().greater_equal_scalar(0.0));
                         tensor.clone() - tensor.clone().mul(scalar(3)).mask_fill(differ, 0.0)
                     }
                     false => tensor.clone().mul(scalar(3)),

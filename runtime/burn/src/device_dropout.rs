@@ -23,11 +23,13 @@
 //! index is computed once per shape and kept; the rest is integer arithmetic, which fuses with
 //! the multiplication by the mask.
 use crate::capture::StableInput;
-use burn::nn::Dropout;
+use burn::config::Config;
+use burn::module::Module;
+use burn::nn::{Dropout, DropoutConfig};
 use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::{LazyLock, Mutex};
 
 /// Dropout masks drawn on the device from a seed refreshed in place (see the module docs).
 pub struct DeviceDropout {
@@ -99,9 +101,7 @@ impl DeviceDropout {
             return x;
         }
         let keep = self.keep_ints(&x.dims(), dropout.prob, seed, site, &x.device());
-        let prob_keep = 1.0 - dropout.prob;
-        let x = x * keep.float();
-        x * (1.0 / prob_keep)
+        drop_with(dropout, x, keep)
     }
 
     /// The mask a call at `site` draws this step for `dims` (true: kept).
@@ -115,8 +115,7 @@ impl DeviceDropout {
         self.keep_ints(dims, prob, &self.seed.get(), site, device).equal_elem(1)
     }
 
-    /// The mask as 1 (kept) and 0 (dropped), all in integer arithmetic so that the hash, the
-    /// comparison and the conversion to floats fuse into one kernel with the multiplication.
+    /// [`keep_ints`] with this instance's kept index hashes.
     fn keep_ints<const D: usize>(
         &self,
         dims: &[usize; D],
@@ -125,27 +124,12 @@ impl DeviceDropout {
         site: u32,
         device: &Device,
     ) -> Tensor<D, Int> {
-        let hashed = self.hashed_indices(dims, device).reshape(*dims);
         let seed = match crate::capture::baked_dropout_seed() {
             // Test only: the seed as a host scalar, which a recording keeps (Burn's dropout).
             true => seed.zeros_like().add_scalar(self.current.load(Ordering::Relaxed)),
             false => seed.clone(),
         };
-        let keyed = hashed.bitwise_xor(seed.reshape([1; D])).bitwise_xor_scalar(site_offset(site));
-        let bits = lowbias32_tensor(keyed).bitwise_and_scalar((1i32 << MASK_BITS) - 1);
-        // bits - threshold is negative exactly where the element is dropped (both are below
-        // 2^24): its sign bit, shifted down, is -1 there and 0 elsewhere.
-        bits.sub_scalar(drop_threshold(prob)).bitwise_right_shift_scalar(31).add_scalar(1)
-    }
-
-    fn hashed_indices<const D: usize>(&self, dims: &[usize; D], device: &Device) -> Tensor<1, Int> {
-        let mut kept = self.hashed_indices.lock().unwrap_or_else(|e| e.into_inner());
-        kept.entry((format!("{device:?}"), dims.to_vec()))
-            .or_insert_with(|| {
-                let n: usize = dims.iter().product();
-                lowbias32_tensor(Tensor::<1, Int>::arange(0..n as i64, device))
-            })
-            .clone()
+        keep_ints(hashed_indices(&self.hashed_indices, dims, device), dims, prob, seed, site)
     }
 
     /// Device memory the kept index hashes hold, in bytes.
@@ -159,6 +143,90 @@ impl std::fmt::Debug for DeviceDropout {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DeviceDropout").field("state", &self.state.load(Ordering::Relaxed)).finish_non_exhaustive()
     }
+}
+
+/// Burn's `DropoutConfig` for dropout a recorded training step can hold: a [`SeededDropout`]
+/// module, its masks drawn on the device from the step's seed (see the module docs).
+#[derive(Config, Debug)]
+pub struct SeededDropoutConfig {
+    /// The probability of dropping an element (Burn's `DropoutConfig::prob`).
+    pub prob: f64,
+    /// Which of the model's dropout layers this is: each layer its own number, the same in every
+    /// instance of the model (two layers with one number draw one mask).
+    #[config(default = 0)]
+    pub site: u32,
+}
+
+impl SeededDropoutConfig {
+    /// The module; panics on a probability outside [0, 1), as Burn's `DropoutConfig::init` does.
+    pub fn init(&self) -> SeededDropout {
+        SeededDropout { dropout: DropoutConfig::new(self.prob).init(), site: self.site }
+    }
+}
+
+/// Burn's `Dropout` as a module whose masks a recorded training step draws afresh on every
+/// replay: [`SeededDropout::forward`] takes the step's seed (a tensor made before each call by
+/// [`DeviceDropout::next_seed`] and handed to the step with its batch, which
+/// `crate::CapturedTraining` writes in place). Off exactly where Burn's is off (evaluation, no
+/// autodiff device, probability 0); Burn's `Dropout` inside, so `Module` tools see its flag.
+#[derive(Module, Debug)]
+pub struct SeededDropout {
+    pub dropout: Dropout,
+    pub site: u32,
+}
+
+impl SeededDropout {
+    /// Burn's `Dropout::forward` with the mask drawn from `seed` at this layer's site.
+    pub fn forward<const D: usize>(&self, x: Tensor<D>, seed: &Tensor<1, Int>) -> Tensor<D> {
+        if is_off(&self.dropout, &x) {
+            return x;
+        }
+        // The index hashes are kept per device and shape for the process (a module holds no
+        // cache); a step's first eager calls fill them, outside any recording.
+        static HASHED: LazyLock<Mutex<HashMap<(String, Vec<usize>), Tensor<1, Int>>>> = LazyLock::new(Default::default);
+        let dims = x.dims();
+        let keep =
+            keep_ints(hashed_indices(&HASHED, &dims, &x.device()), &dims, self.dropout.prob, seed.clone(), self.site);
+        drop_with(&self.dropout, x, keep)
+    }
+}
+
+/// Burn's dropout arithmetic with a 0/1 mask: `x * mask * (1 / (1 - p))`.
+fn drop_with<const D: usize>(dropout: &Dropout, x: Tensor<D>, keep: Tensor<D, Int>) -> Tensor<D> {
+    let prob_keep = 1.0 - dropout.prob;
+    let x = x * keep.float();
+    x * (1.0 / prob_keep)
+}
+
+/// The mask as 1 (kept) and 0 (dropped), all in integer arithmetic so that the hash, the
+/// comparison and the conversion to floats fuse into one kernel with the multiplication.
+fn keep_ints<const D: usize>(
+    hashed: Tensor<1, Int>,
+    dims: &[usize; D],
+    prob: f64,
+    seed: Tensor<1, Int>,
+    site: u32,
+) -> Tensor<D, Int> {
+    let keyed = hashed.reshape(*dims).bitwise_xor(seed.reshape([1; D])).bitwise_xor_scalar(site_offset(site));
+    let bits = lowbias32_tensor(keyed).bitwise_and_scalar((1i32 << MASK_BITS) - 1);
+    // bits - threshold is negative exactly where the element is dropped (both are below
+    // 2^24): its sign bit, shifted down, is -1 there and 0 elsewhere.
+    bits.sub_scalar(drop_threshold(prob)).bitwise_right_shift_scalar(31).add_scalar(1)
+}
+
+/// `lowbias32` of every element's index for `dims` on `device`, computed once and kept in `kept`.
+fn hashed_indices<const D: usize>(
+    kept: &Mutex<HashMap<(String, Vec<usize>), Tensor<1, Int>>>,
+    dims: &[usize; D],
+    device: &Device,
+) -> Tensor<1, Int> {
+    let mut kept = kept.lock().unwrap_or_else(|e| e.into_inner());
+    kept.entry((format!("{device:?}"), dims.to_vec()))
+        .or_insert_with(|| {
+            let n: usize = dims.iter().product();
+            lowbias32_tensor(Tensor::<1, Int>::arange(0..n as i64, device))
+        })
+        .clone()
 }
 
 /// Where Burn's `Dropout::forward` returns its input unchanged.

@@ -19,7 +19,9 @@
 //!   `burn::optim::Optimizer`).
 //! * [`DeviceDropout`]: dropout whose masks are drawn on the device from a seed written before
 //!   each step, so a recorded training step drops other units on every replay (Burn's
-//!   dropout draws from a host seed, which a recording keeps).
+//!   dropout draws from a host seed, which a recording keeps); [`SeededDropout`]
+//!   (`SeededDropoutConfig::new(p).init()`) is the same as a module in a model, its forward
+//!   taking the step's seed.
 //! * [`CapturedForward`]: a user's own forward step (an inference or evaluation loop)
 //!   captured: recorded after warm-up, its first replays checked against eager execution,
 //!   eager with one warning on any failure or mismatch. Made with `from_bundle`, the bundle
@@ -55,7 +57,7 @@ pub use captured_step::CapturedForward;
 pub use captured_training::CapturedTraining;
 pub use device::{COMPILER, default_device, device_details, device_info};
 pub use device_adam::{DeviceAdam, HeldAdam};
-pub use device_dropout::DeviceDropout;
+pub use device_dropout::{DeviceDropout, SeededDropout, SeededDropoutConfig};
 pub use device_timer::{DeviceBlockTimer, DeviceSpans};
 pub use params::{init_params, parameter_values};
 pub use tunable::Tunable;

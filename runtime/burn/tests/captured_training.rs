@@ -4,12 +4,14 @@
 //! host value baked into the recording, leaving eager execution in force with the right numbers.
 //! A step with dropout whose masks `DeviceDropout` draws from a seed the call hands in is
 //! captured and trains as the same step run eagerly; with the seed baked in as a host scalar
-//! (what Burn's dropout does) the checked replays catch it.
+//! (what Burn's dropout does) the checked replays catch it. The same dropout as a layer of the
+//! model (`SeededDropout`, from `SeededDropoutConfig`) draws the same masks and is captured alike.
 mod common;
 use blaze_burn::captured_step::{CHECKED_REPLAYS, WARM_CALLS};
-use blaze_burn::{CapturedTraining, DeviceAdam, DeviceDropout, parameter_values};
+use blaze_burn::{CapturedTraining, DeviceAdam, DeviceDropout, SeededDropout, SeededDropoutConfig, parameter_values};
 use blaze_runtime::fault::{CaptureFault, inject_capture};
 use blaze_runtime::numerics::{VERIFY_TOLERANCE, max_rel_diff};
+use burn::module::Module;
 use burn::nn::DropoutConfig;
 use burn::optim::GradientsParams;
 use burn::tensor::{Int, Tensor};
@@ -144,6 +146,40 @@ fn a_step_with_device_dropout_is_captured_and_draws_each_calls_masks() {
     // The masks matter: without them the same run computes other losses.
     let (burn_losses, _) = burn_adam(RUN);
     assert!(max_rel_diff(&burn_losses, &losses) > 1e-3, "{burn_losses:?}\n{losses:?}");
+}
+
+/// `Net` with a dropout layer on its hidden activations.
+#[derive(Module, Debug)]
+struct DroppingNet {
+    net: Net,
+    drop: SeededDropout,
+}
+
+#[test]
+fn a_seeded_dropout_layer_is_captured_and_draws_device_dropouts_masks() {
+    let _turn = turn();
+    let (eager, _) = train_dropping(false);
+    let device = autodiff();
+    let model = DroppingNet { net: Net::new(&device), drop: SeededDropoutConfig::new(0.2).init() };
+    let seeds = DeviceDropout::new(5);
+    let step = |m: DroppingNet, adam: &mut DeviceAdam, ((x, y), seed): &Seeded| {
+        let loss = m.net.loss_with(x.clone(), y.clone(), |h| m.drop.forward(h, seed));
+        let grads = GradientsParams::from_grads(loss.backward(), &m);
+        (adam.update(m, grads), loss.inner())
+    };
+    let adam = DeviceAdam::new(0.9, 0.999, 1e-8);
+    let mut train = CapturedTraining::new(&device.clone().inner(), model, adam, step);
+    let losses: Vec<f32> =
+        (0..RUN).map(|s| read(&train.run(lr(s), (batch(s, &device), seeds.next_seed(&device))))).collect();
+    assert_eq!(train.execution(), format!("captured ({} replays)", RUN - WARM_CALLS - 1));
+    // Site 0 and the same seeds: `DeviceDropout::forward_seeded`'s masks, so its eager losses.
+    let diff = max_rel_diff(&eager, &losses);
+    assert!(diff <= VERIFY_TOLERANCE, "{diff:e}\n{eager:?}\n{losses:?}");
+    // Off where Burn's dropout is off: on the plain device its input passes unchanged.
+    let plain = device.clone().inner();
+    let x = Tensor::<2>::ones([4, 8], &plain);
+    let out = SeededDropoutConfig::new(0.5).init().forward(x.clone(), &seeds.next_seed(&plain));
+    assert_eq!(out.into_data(), x.into_data());
 }
 
 #[test]

@@ -127,6 +127,14 @@ fn main() {
         let grads = GradientsParams::from_grads(loss.backward(), &net);
         (adam.update(net, grads), loss.inner())
     };
+    // The same step never recorded: what DeviceAdam's own kernels compute against Burn's Adam's,
+    // apart from any recording (on a GPU the two compile to different kernels).
+    let mut train = CapturedTraining::eager(&device, start.clone(), DeviceAdam::from_config(&AdamConfig::new()), step, "asked");
+    let kept: Vec<Tensor<1>> = (0..CALLS).map(|c| train.run(lr(c), batch(c, &autodiff))).collect();
+    let losses: Vec<f32> = kept.into_iter().flat_map(values).collect();
+    report("eager DeviceAdam losses", diff(&eager_losses, &losses), &train.execution());
+    let eager_adam_after = values(train.into_module().forward(probe.clone()));
+
     let adam = DeviceAdam::from_config(&AdamConfig::new());
     let mut train = CapturedTraining::new(&device, start, adam, step);
     let kept: Vec<Tensor<1>> = (0..CALLS).map(|c| train.run(lr(c), batch(c, &autodiff))).collect();
@@ -135,4 +143,6 @@ fn main() {
     report("kept training losses", diff(&eager_losses, &losses), &execution);
     let after = values(train.into_module().forward(probe));
     report("trained parameters", diff(&eager_after, &after), &execution);
+    // The recording against the same optimizer run eagerly: what capture alone changes.
+    report("trained parameters against eager DeviceAdam", diff(&eager_adam_after, &after), &execution);
 }
