@@ -93,9 +93,122 @@ impl Candidate {
     }
 }
 
+/// Where a candidate came from: what a table records beside it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// Burn's own plan.
+    Burn,
+    /// A cut plan the e-graph's request list (or the greedy search) asked for.
+    Requested,
+    /// Burn's search with other settings (a beam width, a plan store), no cuts.
+    Settings,
+    /// A cut plan traced at another beam width.
+    CutsAtWidth(u32),
+    /// Fusion off, in this process.
+    FusionOff,
+    /// The bundle's entry for the traced run (live mode).
+    Bundle,
+    /// The captured counterpart of another candidate (its id in the table that made it).
+    Captured { of: usize },
+}
+
+/// Candidates by id. The table hands the ids out: a candidate's id is its position, whatever id
+/// it was made with, so ids can be neither reserved nor renumbered by hand; a later stage that
+/// keeps some of them makes a table of its own ([`CandidateTable::keep`]), origins carried over.
+#[derive(Clone, Debug, Default)]
+pub struct CandidateTable {
+    cands: Vec<Candidate>,
+    origins: Vec<Origin>,
+}
+
+impl CandidateTable {
+    /// Adds `cand` under the next id; returns the id.
+    pub fn add(&mut self, origin: Origin, cand: Candidate) -> usize {
+        let id = self.cands.len();
+        self.cands.push(Candidate { id, ..cand });
+        self.origins.push(origin);
+        id
+    }
+
+    /// Adds each of `cands`; returns their ids.
+    pub fn extend(&mut self, origin: Origin, cands: impl IntoIterator<Item = Candidate>) -> std::ops::Range<usize> {
+        let first = self.cands.len();
+        for c in cands {
+            self.add(origin, c);
+        }
+        first..self.cands.len()
+    }
+
+    /// A table of the candidates `ids` names, in that order, with new ids and their origins.
+    pub fn keep(&self, ids: impl IntoIterator<Item = usize>) -> CandidateTable {
+        let mut kept = CandidateTable::default();
+        for id in ids {
+            kept.add(self.origins[id], self.cands[id].clone());
+        }
+        kept
+    }
+
+    pub fn origin(&self, id: usize) -> Origin {
+        self.origins[id]
+    }
+
+    pub fn len(&self) -> usize {
+        self.cands.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cands.is_empty()
+    }
+
+    pub fn as_slice(&self) -> &[Candidate] {
+        &self.cands
+    }
+
+    pub fn iter(&self) -> std::slice::Iter<'_, Candidate> {
+        self.cands.iter()
+    }
+
+    /// The candidates, ids as handed out.
+    pub fn into_vec(self) -> Vec<Candidate> {
+        self.cands
+    }
+}
+
+impl std::ops::Index<usize> for CandidateTable {
+    type Output = Candidate;
+
+    fn index(&self, id: usize) -> &Candidate {
+        &self.cands[id]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_table_hands_out_ids_and_keeps_origins_when_a_stage_keeps_some() {
+        let mut table = CandidateTable::default();
+        assert_eq!(table.add(Origin::Burn, Candidate::new(7, vec![])), 0);
+        let cuts = table.extend(
+            Origin::Requested,
+            [Candidate::new(0, vec![BoundaryId(3)]), Candidate::new(0, vec![BoundaryId(5)])],
+        );
+        assert_eq!(cuts, 1..3);
+        let off = table.add(Origin::FusionOff, Candidate::fusion_off(99));
+        let cap = table.add(Origin::Captured { of: 2 }, table[2].captured(0));
+        assert_eq!((off, cap), (3, 4));
+        assert_eq!(table.iter().map(|c| c.id).collect::<Vec<_>>(), vec![0, 1, 2, 3, 4]);
+        assert_eq!(table[2].to_text(), "c2: b5");
+        let kept = table.keep([0, 2, 4]);
+        assert_eq!(kept.iter().map(|c| c.to_text()).collect::<Vec<_>>().len(), 3);
+        assert_eq!(kept[1].to_text(), "c1: b5");
+        assert_eq!(
+            (kept.origin(0), kept.origin(1), kept.origin(2)),
+            (Origin::Burn, Origin::Requested, Origin::Captured { of: 2 })
+        );
+        assert!(kept[2].is_captured());
+    }
 
     #[test]
     fn text_round_trips() {

@@ -30,7 +30,7 @@ pub mod driver;
 pub use captured::CapturedUse;
 pub mod report;
 
-use crate::candidate::Candidate;
+use crate::candidate::{Candidate, CandidateTable, Origin};
 use crate::confirm::{confirm, install};
 use crate::tracer::{TraceOptions, trace};
 use crate::verify::{VerifyOutcome, verify};
@@ -288,69 +288,67 @@ fn prepare(
     let traced = trace(factory, &TraceOptions::new(regime, 3))?;
     let enumeration = crate::space::Enumeration::Sampled { budget: opts.cut_arms + 1, seed: opts.seed };
     let (requested, canon) = crate::space::request(&traced, enumeration);
-    let mut cands = vec![Candidate::new(0, vec![])];
+    let mut all = CandidateTable::default();
+    all.add(Origin::Burn, Candidate::new(0, vec![]));
     if let Some(path) = &opts.bundle {
         match shipped_entry(path, &traced) {
-            Ok(plan) => cands.push(Candidate::with_settings(0, plan.cuts, plan.settings)),
+            Ok(plan) => {
+                all.add(Origin::Bundle, Candidate::with_settings(0, plan.cuts, plan.settings));
+            }
             Err(e) => progress(&format!("live: the bundle adds no arm: {e}")),
         }
     }
     let cut_reps = canon.representatives().into_iter().filter(|&i| !requested[i].cuts.is_empty()).take(opts.cut_arms);
-    cands.extend(
-        cut_reps.map(|i| requested[i].cuts.clone()).collect::<Vec<_>>().into_iter().map(|cuts| Candidate::new(0, cuts)),
-    );
-    cands.extend(crate::tune::settings_candidates(0, &opts.max_blocks, false));
+    all.extend(Origin::Requested, cut_reps.map(|i| Candidate::new(0, requested[i].cuts.clone())));
+    all.extend(Origin::Settings, crate::tune::settings_candidates(&opts.max_blocks, false));
     if opts.fusion_off {
-        cands.push(Candidate::fusion_off(0));
+        all.add(Origin::FusionOff, Candidate::fusion_off(0));
     }
     // Captured arms execute like their eager fusion: confirming would fold them into it.
-    let (mut captured, mut cands): (Vec<Candidate>, Vec<Candidate>) =
-        cands.into_iter().partition(Candidate::is_captured);
-    if opts.captured && !captured.iter().any(|c| c.eager().is_burn()) {
-        captured.insert(0, Candidate::new(0, vec![]).captured(0));
+    let (captured_ids, eager_ids): (Vec<usize>, Vec<usize>) = (0..all.len()).partition(|&i| all[i].is_captured());
+    let mut captured: Vec<(Origin, Candidate)> =
+        captured_ids.into_iter().map(|i| (all.origin(i), all[i].clone())).collect();
+    if opts.captured && !captured.iter().any(|(_, c)| c.eager().is_burn()) {
+        captured.insert(0, (Origin::Captured { of: 0 }, Candidate::new(0, vec![]).captured(0)));
     }
-    renumber(&mut cands);
+    let cands = all.keep(eager_ids);
     progress(&format!("live: confirm {} arms", cands.len()));
     let mut side = factory.build(regime).map_err(anyhow::Error::msg)?;
     let refs: Vec<&Candidate> = cands.iter().collect();
     let confirmed = confirm(side.as_mut(), &refs, |_, _| {});
     drop(side);
-    let mut kept: Vec<Candidate> = confirmed.survivors().into_iter().map(|id| cands[id].clone()).collect();
-    kept.sort_by_key(|c| c.id);
-    kept.extend(captured);
-    renumber(&mut kept);
+    let mut survivors = confirmed.survivors();
+    survivors.sort();
+    let mut kept = cands.keep(survivors);
+    for (origin, c) in captured {
+        kept.add(origin, c);
+    }
     let (mut arms, mut refused, mut out) = (Vec::new(), Vec::new(), Vec::new());
-    for c in kept {
+    for c in kept.iter() {
         let outcome = if c.is_burn() {
             VerifyOutcome::NothingToCheck
         } else {
             progress(&format!("live: verify {}", c.to_text()));
-            verify(factory, regime, &c, false)
+            verify(factory, regime, c, false)
         };
         let keep = c.is_burn() || outcome.is_verified();
         let arm = Arm::new(c.to_text(), outcome, c.unfused);
         if keep {
             arms.push(arm);
-            out.push(c);
+            out.push(c.id);
         } else {
             refused.push(arm);
         }
     }
-    renumber(&mut out);
-    for (arm, c) in arms.iter_mut().zip(&out) {
+    // The arms' ids are their positions among the kept ones.
+    let out = kept.keep(out);
+    for (arm, c) in arms.iter_mut().zip(out.iter()) {
         arm.text = c.to_text();
     }
-    Ok((out, arms, refused))
+    Ok((out.into_vec(), arms, refused))
 }
 
 /// The bundle's entry for the traced run (op stream included).
 fn shipped_entry(path: &std::path::Path, traced: &blaze_ir::Trace) -> Result<blaze_ir::PlanFile, blaze_ir::PlanError> {
     blaze_ir::Bundle::read(path)?.select(&traced.contract()).cloned()
-}
-
-/// Arm ids are positions.
-fn renumber(cands: &mut [Candidate]) {
-    for (i, c) in cands.iter_mut().enumerate() {
-        c.id = i;
-    }
 }

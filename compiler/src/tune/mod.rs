@@ -8,7 +8,7 @@ pub mod report;
 pub mod supervise;
 pub mod table;
 
-use crate::candidate::Candidate;
+use crate::candidate::{Candidate, CandidateTable, Origin};
 use crate::confirm::{confirm, executed_partitions};
 use crate::measure::{self, VisitShape};
 use crate::race::{Race, RaceRules, Standing, Verdict};
@@ -186,12 +186,14 @@ struct Traced {
     trace_s: f64,
 }
 
-/// The requested candidates (cut plans, then settings, then cuts at other widths), the
-/// e-graph's groups of the cut plans, and the ids confirm runs.
+/// The requested candidates (cut plans, then settings, then cuts at other widths) and the
+/// fusion-off arm after them, the e-graph's groups of the cut plans, and the ids confirm runs.
 struct Space {
-    cands: Vec<Candidate>,
+    cands: CandidateTable,
     canon: crate::canon::Canonical,
     to_confirm: Vec<usize>,
+    /// The fusion-off arm's id: the number of requested candidates.
+    off: usize,
 }
 
 /// Confirm's groups and the racers: one per group, and the fusion-off arm when it runs.
@@ -237,7 +239,7 @@ impl Tune<'_> {
     /// settings candidates and the cut plans at other widths.
     fn request(&mut self, traced: &Traced, model: &mut dyn Model) -> anyhow::Result<Space> {
         let (opts, trace) = (self.opts, &traced.trace);
-        let (mut cands, canon) = match opts.greedy {
+        let (requested, canon) = match opts.greedy {
             None if opts.classes => request(trace, Enumeration::Classes { budget: opts.budget }),
             None => request(trace, Enumeration::Sampled { budget: opts.budget, seed: opts.seed }),
             Some(g) => {
@@ -248,13 +250,16 @@ impl Tune<'_> {
                 greedy_candidates(model, &units, g, &opts.rules, self.progress)
             }
         };
+        // The request list's ids are its positions, which the e-graph's groups name.
+        let mut cands = CandidateTable::default();
+        for c in requested {
+            cands.add(if c.is_burn() { Origin::Burn } else { Origin::Requested }, c);
+        }
         // Settings candidates come after the cut candidates (ids stay stable for the journal) and
         // bypass the e-graph, which reasons about cuts only; confirm still collapses a width that
         // executes Burn's partition.
-        let first_setting = cands.len();
-        cands.extend(settings_candidates(first_setting, &opts.max_blocks, opts.by_position));
-        let mut to_confirm: Vec<usize> =
-            canon.representatives().into_iter().chain(first_setting..cands.len()).collect();
+        let settings = cands.extend(Origin::Settings, settings_candidates(&opts.max_blocks, opts.by_position));
+        let mut to_confirm: Vec<usize> = canon.representatives().into_iter().chain(settings).collect();
         if opts.cuts_per_width > 0 && opts.greedy.is_none() {
             for &width in &opts.max_blocks {
                 (self.progress)(&format!("trace at beam width {width}"));
@@ -262,7 +267,9 @@ impl Tune<'_> {
             }
         }
         to_confirm.retain(|&id| !self.left_out(id));
-        Ok(Space { cands, canon, to_confirm })
+        // Raced in this process, never confirmed; captured candidates take the ids after it.
+        let off = cands.add(Origin::FusionOff, Candidate::fusion_off(0));
+        Ok(Space { cands, canon, to_confirm, off })
     }
 
     /// Each requested candidate run once; one racer per group of those that executed alike.
@@ -272,7 +279,7 @@ impl Tune<'_> {
         let progress = &mut *self.progress;
         let confirmed = confirm(model, &reps, |i, n| progress(&format!("confirm {}/{n}", i + 1)));
         let mut racers: Vec<Candidate> = confirmed.survivors().into_iter().map(|id| space.cands[id].clone()).collect();
-        let off = Candidate::fusion_off(space.cands.len());
+        let off = space.cands[space.off].clone();
         let off_arm = (!self.left_out(off.id)).then(|| fusion_off_arm(model, &off, self.opts.fusion_off.as_ref()));
         if off_arm.is_some() {
             racers.push(off.clone());
@@ -282,11 +289,7 @@ impl Tune<'_> {
 
     fn race(&mut self, model: &mut dyn Model, space: &Space, confirmed: &Confirmed) -> anyhow::Result<Raced> {
         let racers: Vec<&Candidate> = confirmed.racers.iter().collect();
-        (self.progress)(&format!(
-            "{} survivors of {} requested, and fusion off; racing",
-            racers.len() - 1,
-            space.cands.len()
-        ));
+        (self.progress)(&format!("{} survivors of {} requested, and fusion off; racing", racers.len() - 1, space.off));
         let race_start = Instant::now();
         let max = self.opts.rules.max_rounds;
         let progress = &mut *self.progress;
@@ -309,13 +312,11 @@ impl Tune<'_> {
     fn select(&mut self, model: &mut dyn Model, space: &mut Space, raced: &mut Raced) -> anyhow::Result<Chosen> {
         (self.progress)("select and verify");
         let (opts, factory) = (self.opts, self.factory);
-        let first = select(factory, opts, &space.cands, &raced.race, &mut raced.timed, self.progress);
+        let first = select(factory, opts, space.cands.as_slice(), &raced.race, &mut raced.timed, self.progress);
         let (mut captured_race, mut captured_visit) = (None, None);
         let (selected, selection, verify) = match opts.captured {
             false => first,
             true => {
-                // Captured candidates take the ids after the fusion-off arm's.
-                space.cands.push(Candidate::fusion_off(space.cands.len()));
                 let (selection, race, shape) =
                     race_captured(factory, opts, model, &mut space.cands, first, &mut raced.timed, self.progress)?;
                 (captured_race, captured_visit) = (Some(race), Some(shape));
@@ -476,20 +477,21 @@ fn race_captured(
     factory: &dyn ModelFactory,
     opts: &TuneOptions,
     model: &mut dyn blaze_runtime::Model,
-    cands: &mut Vec<Candidate>,
+    cands: &mut CandidateTable,
     first: Selection,
     timed: &mut Vec<Timed>,
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<(Selection, Race, VisitShape)> {
     let winner = first.0;
-    let mut arms = vec![cands[0].clone(), cands[0].captured(cands.len())];
+    let burn_captured = cands.add(Origin::Captured { of: 0 }, cands[0].captured(0));
+    let mut arms = vec![cands[0].clone(), cands[burn_captured].clone()];
     // A winner with cuts is recorded with its cuts shifted past the step's input operations,
     // and kept only if the recording ran its partition (`blaze_runtime::captured::record_plan_on`).
     if winner != 0 {
+        let captured = cands.add(Origin::Captured { of: winner }, cands[winner].captured(0));
         arms.push(cands[winner].clone());
-        arms.push(cands[winner].captured(cands.len() + 1));
+        arms.push(cands[captured].clone());
     }
-    cands.extend(arms.iter().filter(|c| c.is_captured()).cloned());
     let refs: Vec<&Candidate> = arms.iter().collect();
     progress(&format!("racing captured execution ({} arms)", refs.len() - 1));
     let max = opts.rules.max_rounds;
@@ -551,7 +553,7 @@ fn cuts_on_width(
     factory: &dyn ModelFactory,
     opts: &TuneOptions,
     width: u32,
-    cands: &mut Vec<Candidate>,
+    cands: &mut CandidateTable,
 ) -> anyhow::Result<Vec<usize>> {
     let traced = trace(factory, &TraceOptions { regime: opts.regime, warmup: opts.warmup, max_blocks: Some(width) })?;
     let (requested, canon) =
@@ -563,23 +565,18 @@ fn cuts_on_width(
         .filter(|&i| !requested[i].cuts.is_empty())
         .take(opts.cuts_per_width)
         .collect();
-    let first = cands.len();
-    cands.extend(
-        chosen
-            .iter()
-            .enumerate()
-            .map(|(k, &i)| Candidate::with_settings(first + k, requested[i].cuts.clone(), settings)),
-    );
-    Ok((first..cands.len()).collect())
+    let cuts = chosen.iter().map(|&i| Candidate::with_settings(0, requested[i].cuts.clone(), settings));
+    Ok(cands.extend(Origin::CutsAtWidth(width), cuts).collect())
 }
 
-/// One candidate per beam width: Burn's search at that width, no cuts.
-pub(crate) fn settings_candidates(first_id: usize, widths: &[u32], by_position: bool) -> Vec<Candidate> {
+/// One candidate per beam width: Burn's search at that width, no cuts (ids from the table
+/// they are added to).
+pub(crate) fn settings_candidates(widths: &[u32], by_position: bool) -> Vec<Candidate> {
     let stores: &[Option<PlanStore>] = if by_position { &[None, Some(PlanStore::ByPosition)] } else { &[None] };
     let settings = widths
         .iter()
         .flat_map(|&n| stores.iter().map(move |&store| Settings { store, ..Settings::beam_width(Some(n)) }));
-    settings.enumerate().map(|(i, s)| Candidate::with_settings(first_id + i, vec![], s)).collect()
+    settings.map(|s| Candidate::with_settings(0, vec![], s)).collect()
 }
 
 /// Confirms the in-process fusion-off arm: one operation per executed block, and the same
