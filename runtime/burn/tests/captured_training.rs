@@ -19,13 +19,6 @@ use common::*;
 
 const RUN: usize = 24;
 
-/// The capture faults are process-wide switches: the tests of this file take turns.
-static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn turn() -> std::sync::MutexGuard<'static, ()> {
-    TURN.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 type Batch = (Tensor<2>, Tensor<2>);
 
 /// The user's step: the loss on autodiff tensors, Adam's update held in place.

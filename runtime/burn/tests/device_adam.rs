@@ -3,13 +3,16 @@
 //! Burn's `ModuleOptimizer`, once recorded and replayed with `DeviceAdam` (parameters, moments
 //! and step scalars written in place, a fresh batch written into the recorded inputs before
 //! each replay). Every loss and the parameters at the end agree within the verification
-//! tolerance; without the write-back the replays leave the eager chain.
+//! tolerance; without the write-back the replays leave the eager chain. `HeldAdam`, the
+//! per-parameter `burn::optim::Optimizer` under it, trains in Burn's own `ModuleOptimizer` as
+//! Burn's Adam and AdamW do from the same config.
 mod common;
 use blaze_burn::capture::{StableInput, record_graph_stepping};
-use blaze_burn::{DeviceAdam, parameter_values};
+use blaze_burn::{DeviceAdam, HeldAdam, parameter_values};
 use blaze_runtime::fault::{CaptureFault, inject_capture};
 use blaze_runtime::numerics::{VERIFY_TOLERANCE, max_rel_diff};
-use burn::optim::GradientsParams;
+use burn::optim::decay::WeightDecayConfig;
+use burn::optim::{AdamConfig, AdamWConfig, GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor};
 use common::*;
 use std::cell::RefCell;
@@ -86,6 +89,7 @@ fn recorded() -> (Vec<f32>, Vec<f32>) {
 
 #[test]
 fn device_adam_replays_burns_adam_under_a_changing_learning_rate_and_needs_its_write_back() {
+    let _turn = turn();
     let (burn_losses, burn_params) = burn_adam(STEPS);
     assert!(burn_losses[STEPS - 1] < burn_losses[0] * 0.8, "the network learns: {burn_losses:?}");
     let (losses, params) = recorded();
@@ -102,4 +106,32 @@ fn device_adam_replays_burns_adam_under_a_changing_learning_rate_and_needs_its_w
     inject_capture(None);
     eprintln!("without write-back: {stale:?}");
     assert!(max_rel_diff(&burn_losses, &stale) > 1e-3, "the stale replays leave the eager chain: {stale:?}");
+}
+
+#[test]
+fn held_adam_in_burns_module_optimizer_trains_as_burns_adam_and_adamw() {
+    let _turn = turn();
+    const N: usize = 20;
+    let close =
+        |a: &(Vec<f32>, Vec<f32>), b: &(Vec<f32>, Vec<f32>)| max_rel_diff(&a.0, &b.0).max(max_rel_diff(&a.1, &b.1));
+    // Adam with L2 weight decay and AMSGrad.
+    let adam =
+        AdamConfig::new().with_epsilon(1e-8).with_amsgrad(true).with_weight_decay(Some(WeightDecayConfig::new(0.1)));
+    let burn = train_with(adam.init(), lr, N);
+    let held = train_with(ModuleOptimizer::from(HeldAdam::from_config(&adam)), lr, N);
+    assert!(close(&burn, &held) <= VERIFY_TOLERANCE, "{burn:?}\n{held:?}");
+    // The settings are computed, not dropped: plain Adam trains otherwise.
+    let plain = train_with(ModuleOptimizer::from(HeldAdam::from_config(&AdamConfig::new().with_epsilon(1e-8))), lr, N);
+    assert!(close(&burn, &plain) > VERIFY_TOLERANCE, "{burn:?}\n{plain:?}");
+    // AdamW with cautious weight decay.
+    let adamw = AdamWConfig::new().with_weight_decay(0.1).with_cautious_weight_decay(true);
+    let burn = train_with(adamw.init(), lr, N);
+    let held = train_with(ModuleOptimizer::from(HeldAdam::from_adamw(&adamw)), lr, N);
+    assert!(close(&burn, &held) <= VERIFY_TOLERANCE, "{burn:?}\n{held:?}");
+    let uncautious = train_with(
+        ModuleOptimizer::from(HeldAdam::from_adamw(&adamw.clone().with_cautious_weight_decay(false))),
+        lr,
+        N,
+    );
+    assert!(close(&burn, &uncautious) > VERIFY_TOLERANCE, "{burn:?}\n{uncautious:?}");
 }

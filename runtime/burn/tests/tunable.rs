@@ -16,14 +16,6 @@ use common::*;
 const RUN: usize = 16;
 const LR: f64 = 1e-2;
 
-/// Seeding the device and drawing parameters is process-wide: the tests of this file take turns
-/// (interleaved, two networks built "from seed 7" get different weights).
-static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn turn() -> std::sync::MutexGuard<'static, ()> {
-    TURN.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 fn outputs_loss(net: &Net, (x, y): (Tensor<2>, Tensor<2>)) -> (Tensor<2>, Tensor<1>) {
     let out = net.forward(x);
     let loss = (out.clone() - y).square().mean();

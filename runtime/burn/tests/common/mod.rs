@@ -4,7 +4,7 @@
 use blaze_burn::parameter_values;
 use burn::module::Module;
 use burn::nn::{Linear, LinearConfig};
-use burn::optim::{AdamConfig, GradientsParams};
+use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor, TensorData};
 
 pub const STEPS: usize = 60;
@@ -61,6 +61,13 @@ pub fn read(loss: &Tensor<1>) -> f32 {
     loss.to_data().convert::<f32>().try_to_vec::<f32>().unwrap()[0]
 }
 
+/// Seeding the device, drawing parameters and the capture faults are process-wide: the tests of
+/// a binary take turns (interleaved, two networks built "from seed 7" get different weights).
+pub fn turn() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 pub fn autodiff() -> Device {
     blaze_burn::default_device().autodiff()
 }
@@ -73,9 +80,14 @@ pub fn burn_adam(steps: usize) -> (Vec<f32>, Vec<f32>) {
 /// Burn's optimizer from `config` at the rates `lr` gives, eagerly, for `steps` steps: the losses
 /// and the parameters at the end.
 pub fn burn_optimizer(config: &AdamConfig, lr: impl Fn(usize) -> f64, steps: usize) -> (Vec<f32>, Vec<f32>) {
+    train_with(config.init(), lr, steps)
+}
+
+/// `optim` at the rates `lr` gives, eagerly, for `steps` steps: the losses and the parameters at
+/// the end.
+pub fn train_with(mut optim: ModuleOptimizer, lr: impl Fn(usize) -> f64, steps: usize) -> (Vec<f32>, Vec<f32>) {
     let device = autodiff();
     let mut net = Net::new(&device);
-    let mut optim = config.init();
     let mut losses = Vec::new();
     for step in 0..steps {
         let (x, y) = batch(step, &device);
