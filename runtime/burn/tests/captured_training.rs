@@ -67,6 +67,26 @@ fn a_users_training_step_is_captured_and_trains_as_burns_adam_does() {
 }
 
 #[test]
+fn a_checkpoint_taken_after_replays_resumes_as_burns_adam_goes_on() {
+    let _turn = turn();
+    let device = autodiff();
+    let plain = device.clone().inner();
+    let half = RUN / 2;
+    let mut first = CapturedTraining::new(&plain, Net::new(&device), DeviceAdam::new(0.9, 0.999, 1e-8), step);
+    let mut losses: Vec<f32> = (0..half).map(|s| read(&first.run(lr(s), batch(s, &device)))).collect();
+    assert_eq!(first.execution(), format!("captured ({} replays)", half - WARM_CALLS - 1));
+    // The record counts the replays' steps, which no host code saw (its bias corrections).
+    let (net, adam) = first.into_parts();
+    let record = adam.to_record();
+    let adam = DeviceAdam::new(0.9, 0.999, 1e-8).load_record(record);
+    let mut second = CapturedTraining::new(&plain, net, adam, step);
+    losses.extend((half..RUN).map(|s| read(&second.run(lr(s), batch(s, &device)))));
+    assert!(second.is_captured(), "{}", second.execution());
+    let params = parameter_values(&second.into_module());
+    assert_trains_as_burn(&losses, &params);
+}
+
+#[test]
 fn a_replay_without_write_back_is_caught_and_training_goes_on_eagerly() {
     let _turn = turn();
     inject_capture(Some(CaptureFault::NoWriteBack));
